@@ -1,0 +1,150 @@
+// Package plan turns a file's header into the execution plan: the order in
+// which the runtime reads each layer's streams. The converter lays tiles out
+// in this order, the runtime follows it and the analyzer costs it, so the
+// three can never disagree. It depends on the header types only.
+package plan
+
+import (
+	"fmt"
+
+	"github.com/cflow-dev/cflow/cflowfmt"
+)
+
+// Stream is one of a layer's weight streams.
+type Stream uint8
+
+const (
+	Attn  Stream = iota // attention norm, Q/K/V, O
+	Dense               // dense FFN
+	MoE                 // router and the selected experts
+)
+
+func (s Stream) String() string {
+	switch s {
+	case Attn:
+		return "attn"
+	case Dense:
+		return "dense"
+	case MoE:
+		return "moe"
+	}
+	return fmt.Sprintf("stream(%d)", uint8(s))
+}
+
+// Step is one stream read: the weights of Layer, executed in Pass (equal to
+// Layer except for block-iterated models, where block b runs in passes
+// b·iters … b·iters+iters−1). ZeroInput marks a dense FFN whose input is the
+// zero vector (DelayedSum's first dense_delay layers): its output is exactly
+// zero, so the runtime may skip the arithmetic, but its tiles still exist.
+type Step struct {
+	Pass      int
+	Layer     int
+	Stream    Stream
+	ZeroInput bool
+}
+
+// Params is what the plan depends on, taken from the header and the
+// arch.block_iterations metadata key.
+type Params struct {
+	Layers          int
+	BlockIterations int // ≥ 1
+	DenseDelay      int
+	ExpertDelay     int
+	Combine         cflowfmt.CombineStyle
+	HasDense        bool
+	HasMoE          bool
+}
+
+// FromHeader extracts Params; blockIters < 1 is taken as 1.
+func FromHeader(h *cflowfmt.Header, blockIters int) Params {
+	return Params{
+		Layers:          int(h.NumLayers),
+		BlockIterations: max(1, blockIters),
+		DenseDelay:      int(h.DenseDelay),
+		ExpertDelay:     int(h.ExpertDelay),
+		Combine:         h.CombineStyle,
+		HasDense:        h.IntermediateSize > 0,
+		HasMoE:          h.NumExperts > 0,
+	}
+}
+
+// Validate rejects delay/style combinations that have no defined semantics.
+func (p Params) Validate() error {
+	switch {
+	case p.Layers <= 0:
+		return fmt.Errorf("plan: %d layers", p.Layers)
+	case p.Combine == cflowfmt.DelayedSum && p.HasDense && p.DenseDelay < 1:
+		return fmt.Errorf("plan: DelayedSum needs dense_delay ≥ 1 (its FFN reads x_out(ℓ−δd))")
+	case p.Combine != cflowfmt.DelayedSum && p.DenseDelay != 0:
+		return fmt.Errorf("plan: dense_delay %d is only defined for DelayedSum", p.DenseDelay)
+	case p.ExpertDelay != 0 && !(p.Combine == cflowfmt.DelayedSum || p.Combine == cflowfmt.AsyncExperts):
+		return fmt.Errorf("plan: expert_delay %d is only defined for DelayedSum and AsyncExperts", p.ExpertDelay)
+	case p.BlockIterations > 1 && p.Combine != cflowfmt.PreNorm:
+		return fmt.Errorf("plan: block iterations are only defined for PreNorm")
+	}
+	return nil
+}
+
+// Build returns the execution order of one token's stream reads. A stream is
+// read as soon as the value it consumes is final (spec, "Execution plan"):
+// for DelayedSum the dense FFN of ℓ+δd follows layer ℓ's attention and
+// router, and the FFNs of the first δd layers come first.
+func Build(p Params) ([]Step, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	var steps []Step
+	add := func(pass, layer int, s Stream, zero bool) {
+		steps = append(steps, Step{Pass: pass, Layer: layer, Stream: s, ZeroInput: zero})
+	}
+	if p.Combine == cflowfmt.DelayedSum {
+		if p.HasDense {
+			for l := 0; l < min(p.DenseDelay, p.Layers); l++ {
+				add(l, l, Dense, true)
+			}
+		}
+		for l := 0; l < p.Layers; l++ {
+			add(l, l, Attn, false)
+			if p.HasMoE {
+				add(l, l, MoE, false)
+			}
+			if p.HasDense && l+p.DenseDelay < p.Layers {
+				add(l, l+p.DenseDelay, Dense, false)
+			}
+		}
+		return steps, nil
+	}
+	for b := 0; b < p.Layers; b++ {
+		for i := 0; i < p.BlockIterations; i++ {
+			pass := b*p.BlockIterations + i
+			add(pass, b, Attn, false)
+			if p.HasDense {
+				add(pass, b, Dense, false)
+			}
+			if p.HasMoE {
+				add(pass, b, MoE, false)
+			}
+		}
+	}
+	return steps, nil
+}
+
+// Layout is the file order of the streams: each (layer, stream) at its first
+// occurrence in the plan. Block-iterated models re-read a block's region in
+// later passes; every other plan reads each stream once.
+func Layout(steps []Step) []Step {
+	type key struct {
+		l int
+		s Stream
+	}
+	seen := map[key]bool{}
+	var out []Step
+	for _, st := range steps {
+		k := key{st.Layer, st.Stream}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, st)
+		}
+	}
+	return out
+}
