@@ -29,10 +29,10 @@ var version = "dev"
 func main() {
 	sort.Slice(commands, func(i, j int) bool { return commands[i].Name < commands[j].Name })
 	app := &cli.App{
-		Name:     "cflowc",
-		Usage:    "bandwidth-efficient transformer decode on CPUs: convert, inspect, verify, run",
-		Version:  versionString(),
-		Commands: commands,
+		Name:           "cflowc",
+		Usage:          "bandwidth-efficient transformer decode on CPUs: convert, inspect, verify, run",
+		Version:        versionString(),
+		Commands:       commands,
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
 	if err := app.Run(os.Args); err != nil {
