@@ -182,9 +182,18 @@ func (h *Header) UnmarshalBinary(b []byte) error {
 	return h.Validate()
 }
 
+// MaxExperts is the largest expert count: TileHeader.expert_id is a u8 and
+// 0xFF (NoExpert) marks non-expert tiles.
+const MaxExperts = 254
+
 // Validate rejects geometry the runtime cannot execute safely: zero or
 // absurd sizes, heads that do not divide, unknown enums. Limits are generous
 // (a 1M-wide hidden size is refused, a 262,144-token vocab is not).
+//
+// It does not look at metadata_offset, metadata_length or
+// layer_table_offset: their meaning depends on the container (a .cflow file
+// checks them against its size in Open; the execution header a .vflow stores
+// in its metadata has them zero), so the layout checks live in the readers.
 func (h *Header) Validate() error {
 	bad := func(off int64, format string, a ...any) error {
 		return &FormatError{Offset: off, What: fmt.Sprintf(format, a...)}
@@ -206,18 +215,14 @@ func (h *Header) Validate() error {
 		return bad(32, "heads %d / kv heads %d: kv heads must divide query heads", h.NumHeads, h.NumKVHeads)
 	case h.HeadDim == 0 || h.HeadDim%2 != 0 || h.GlobalHeadDim%2 != 0:
 		return bad(36, "head dims %d/%d must be even and non-zero", h.HeadDim, h.GlobalHeadDim)
-	case h.NumExperts > 4096 || h.NumExperts > 0 && (h.TopK == 0 || h.TopK > h.NumExperts):
-		return bad(40, "experts %d top-k %d: top-k must be in 1..experts", h.NumExperts, h.TopK)
+	case h.NumExperts > MaxExperts || h.NumExperts > 0 && (h.TopK == 0 || h.TopK > h.NumExperts):
+		return bad(40, "experts %d top-k %d: experts at most %d (expert_id is a u8, 0xFF = none), top-k in 1..experts", h.NumExperts, h.TopK, MaxExperts)
 	case h.NumExperts > 0 && (h.ExpertIntermediateSize == 0 || h.ExpertIntermediateSize > 1<<20):
 		return bad(44, "expert intermediate size %d outside 1..1048576", h.ExpertIntermediateSize)
 	case h.TileRows == 0 || h.TileRows > quant.MaxTileRows || h.TileCols == 0 || h.TileCols > quant.MaxTileCols || h.TileCols%quant.GroupSize != 0:
 		return bad(48, "tile %dx%d: rows 1..128, cols a multiple of 32 up to 256", h.TileRows, h.TileCols)
 	case !h.QuantType.Valid():
 		return bad(56, "unknown quant type %d", h.QuantType)
-	case h.MetadataOffset < HeaderSize && h.MetadataLength > 0:
-		return bad(60, "metadata offset %d overlaps the header", h.MetadataOffset)
-	case h.LayerTableOffset < HeaderSize:
-		return bad(72, "layer table offset %d overlaps the header", h.LayerTableOffset)
 	case !h.CombineStyle.Valid():
 		return bad(82, "unknown combine style %d", h.CombineStyle)
 	case h.FeatureFlags&^knownFlagsMask != 0:

@@ -1,0 +1,182 @@
+package cflowfmt
+
+import (
+	"fmt"
+
+	"github.com/cflow-dev/cflow/quant"
+)
+
+// MaxInputWidth is the widest matrix input (columns) a file can hold:
+// TileHeader.col_offset is a u16, so the last tile of a row must start
+// below 65,536. Writers refuse wider inputs instead of wrapping offsets.
+const MaxInputWidth = 1 << 16
+
+// IsNorm reports the norm-vector matrices, stored as 1-row F32 tiles.
+func (m MatrixID) IsNorm() bool { return m >= MatAttnNorm && m <= MatFinalNorm }
+
+// IsVocab reports the matrices of the vocabulary entry (embedding, LM head,
+// final norm); their tiles carry layer_id = NumLayers.
+func (m MatrixID) IsVocab() bool { return m == MatEmbed || m == MatLMHead || m == MatFinalNorm }
+
+// layerKind returns the attention kind of layer l from the metadata
+// (LayerFull when absent), so shapes follow mixed-attention models.
+func layerKind(md *Metadata, l int) byte {
+	if md == nil {
+		return LayerFull
+	}
+	if k := md.Bytes(KeyLayerKinds); l >= 0 && l < len(k) {
+		return k[l]
+	}
+	return LayerFull
+}
+
+// MatrixShape is the [out, in] shape of matrix m in layer l. Attention
+// shapes use the layer's head dim (KeyLayerKinds in md; nil md means every
+// layer is full attention). Norms are 1 × d.
+func MatrixShape(h *Header, md *Metadata, l int, m MatrixID) (rows, cols int) {
+	return matrixShape(h, h.HeadDimFor(layerKind(md, l) == LayerFull), m)
+}
+
+// MatrixBounds is the largest shape matrix m can have in any layer (the
+// larger head dim for attention); readers check tiles against it before
+// metadata-dependent shapes are known.
+func MatrixBounds(h *Header, m MatrixID) (rows, cols int) {
+	return matrixShape(h, max(int(h.HeadDim), int(h.GlobalHeadDim)), m)
+}
+
+func matrixShape(h *Header, hd int, m MatrixID) (rows, cols int) {
+	d := int(h.HiddenSize)
+	switch m {
+	case MatQ:
+		return int(h.NumHeads) * hd, d
+	case MatK, MatV:
+		return int(h.NumKVHeads) * hd, d
+	case MatO:
+		return d, int(h.NumHeads) * hd
+	case MatGate, MatUp:
+		return int(h.IntermediateSize), d
+	case MatDown:
+		return d, int(h.IntermediateSize)
+	case MatRouter:
+		return int(h.NumExperts), d
+	case MatExpertGate, MatExpertUp:
+		return int(h.ExpertIntermediateSize), d
+	case MatExpertDown:
+		return d, int(h.ExpertIntermediateSize)
+	case MatEmbed, MatLMHead:
+		return int(h.VocabSize), d
+	case MatAttnNorm, MatFFNNorm, MatMoENorm, MatFinalNorm:
+		return 1, d
+	}
+	return 0, 0
+}
+
+// CheckWidths refuses geometry whose matrix inputs exceed MaxInputWidth;
+// writers call it in Create so the problem is reported before any tile.
+func (h *Header) CheckWidths() error {
+	for m := MatrixID(0); m < numMatrixIDs; m++ {
+		if _, in := MatrixBounds(h, m); in > MaxInputWidth {
+			return fmt.Errorf("matrix %s has %d input columns; col_offset (u16) addresses at most %d", m, in, MaxInputWidth)
+		}
+	}
+	return nil
+}
+
+// SlotAllows reports whether matrix m may appear in stream slot `slot` of a
+// layer entry (vocab false) or of the vocabulary entry (vocab true).
+// FFN norm may sit in the MoE slot of models without a dense FFN (Mixtral).
+func SlotAllows(slot int, vocab bool, m MatrixID) bool {
+	if vocab {
+		switch slot {
+		case SlotEmbed:
+			return m == MatEmbed
+		case SlotLMHead:
+			return m == MatLMHead
+		case SlotFinalNorm:
+			return m == MatFinalNorm
+		}
+		return false
+	}
+	switch slot {
+	case SlotAttn:
+		return m == MatAttnNorm || m == MatQ || m == MatK || m == MatV || m == MatO
+	case SlotDense:
+		return m == MatFFNNorm || m == MatGate || m == MatUp || m == MatDown
+	case SlotMoE:
+		return m == MatMoENorm || m == MatFFNNorm || m == MatRouter
+	case SlotExpertBank:
+		return m.IsExpert()
+	}
+	return false
+}
+
+// CheckTile validates a tile header against the file header alone: known
+// matrix, layer/expert ids, tile geometry within the header's tile size,
+// quant_group matching the tile's type, 32-aligned col_offset, and the tile
+// inside the matrix's largest shape. Callers wrap the error with an offset.
+func (h *Header) CheckTile(th *TileHeader) error {
+	m := th.Matrix
+	if !m.Valid() {
+		return fmt.Errorf("unknown matrix id %d", uint8(m))
+	}
+	switch {
+	case m.IsVocab() && int(th.Layer) != int(h.NumLayers):
+		return fmt.Errorf("%s tile has layer_id %d, want %d (the vocabulary entry)", m, th.Layer, h.NumLayers)
+	case !m.IsVocab() && int(th.Layer) >= int(h.NumLayers):
+		return fmt.Errorf("%s tile has layer_id %d, model has %d layers", m, th.Layer, h.NumLayers)
+	case m.IsExpert() && int(th.Expert) >= int(h.NumExperts):
+		return fmt.Errorf("%s tile has expert_id %d, model has %d experts", m, th.Expert, h.NumExperts)
+	case !m.IsExpert() && th.Expert != NoExpert:
+		return fmt.Errorf("%s tile has expert_id %d, want 0xFF", m, th.Expert)
+	case th.Rows == 0 || th.Rows > h.TileRows || th.Cols == 0 || th.Cols > h.TileCols:
+		return fmt.Errorf("%s tile is %dx%d, limits 1..%dx1..%d", m, th.Rows, th.Cols, h.TileRows, h.TileCols)
+	case th.ColOffset%quant.GroupSize != 0:
+		return fmt.Errorf("%s tile col_offset %d is not a multiple of %d", m, th.ColOffset, quant.GroupSize)
+	}
+	want := uint16(quant.GroupSize)
+	if TileQuant(m, h.QuantType) == quant.F32 {
+		want = 0
+	}
+	if th.QuantGroup != want {
+		return fmt.Errorf("%s tile quant_group %d, want %d", m, th.QuantGroup, want)
+	}
+	rows, cols := MatrixBounds(h, m)
+	if int64(th.RowOffset)+int64(th.Rows) > int64(rows) || int(th.ColOffset)+int(th.Cols) > cols {
+		return fmt.Errorf("%s tile rows %d+%d cols %d+%d outside the %dx%d matrix", m, th.RowOffset, th.Rows, th.ColOffset, th.Cols, rows, cols)
+	}
+	return nil
+}
+
+// ParseTile decodes and validates the tile at off, which must end by end,
+// returning it (slices aliasing data, capacity clipped) and the aligned
+// offset of the next tile. Both readers walk their regions with it.
+func ParseTile(data []byte, off, end int64, h *Header) (MappedTile, int64, error) {
+	bad := func(at int64, format string, a ...any) (MappedTile, int64, error) {
+		return MappedTile{}, 0, &FormatError{Offset: at, What: fmt.Sprintf(format, a...)}
+	}
+	if off%TileAlign != 0 {
+		return bad(off, "tile at unaligned offset")
+	}
+	if end > int64(len(data)) || off < 0 || end-off < TileHeaderSize {
+		return bad(off, "tile header runs past the end of its region (%d)", end)
+	}
+	th := ParseTileHeader(data[off:])
+	if err := h.CheckTile(&th); err != nil {
+		return bad(off, "%v", err)
+	}
+	q := TileQuant(th.Matrix, h.QuantType)
+	rows, cols := int(th.Rows), int(th.Cols)
+	size := int64(TileSize(q, rows, cols))
+	if end-off < size {
+		return bad(off, "%s tile of %d bytes runs past the end of its region (%d)", th.Matrix, size, end)
+	}
+	s0 := off + TileHeaderSize
+	s1 := s0 + int64(q.ScaleBytes(rows, cols))
+	d1 := off + size
+	mt := MappedTile{TileHeader: th, Offset: off, Tile: quant.Tile{
+		Type: q, Rows: rows, Cols: cols,
+		Scales: data[s0:s1:s1],
+		Data:   data[s1:d1:d1],
+	}}
+	return mt, AlignUp(d1), nil
+}
