@@ -1,0 +1,57 @@
+package gguf
+
+import "strconv"
+
+// llama.cpp token types (llama_token_type).
+const (
+	tokUnknown     = 2
+	tokControl     = 3
+	tokUserDefined = 4
+)
+
+// TokenPiece is the text of placeholder token id: "[id]". Exports carry no
+// real vocabulary (cflow files hold token ids, and stories260K ships without
+// one), so token ids, not text, are what the two engines can compare.
+// Pieces are user-defined tokens, which llama.cpp's tokenizer matches
+// verbatim: the prompt "[1][461]" is exactly the ids 1 461, and generated
+// pieces print as "[id]", so llama.cpp's text tools read and write ids.
+func TokenPiece(id int) string { return "[" + strconv.Itoa(id) + "]" }
+
+// placeholderVocab writes a SentencePiece-style ("llama") tokenizer of n
+// placeholder tokens: bos and eos are control tokens "<s>" and "</s>", id 0
+// (when free) is "<unk>", every other id is TokenPiece(id).
+func placeholderVocab(l *kvList, n int, bos, eos uint32) {
+	tokens := make([]string, n)
+	scores := make([]float32, n)
+	types := make([]int32, n)
+	for i := range tokens {
+		tokens[i], types[i] = TokenPiece(i), tokUserDefined
+	}
+	unk := -1
+	if bos != 0 && eos != 0 && n > 0 {
+		unk = 0
+		tokens[0], types[0] = "<unk>", tokUnknown
+	}
+	if int(bos) < n {
+		tokens[bos], types[bos] = "<s>", tokControl
+	}
+	if int(eos) < n && eos != bos {
+		tokens[eos], types[eos] = "</s>", tokControl
+	}
+	l.str("tokenizer.ggml.model", "llama")
+	l.strs("tokenizer.ggml.tokens", tokens)
+	l.f32s("tokenizer.ggml.scores", scores)
+	l.i32s("tokenizer.ggml.token_type", types)
+	if int(bos) < n {
+		l.u32("tokenizer.ggml.bos_token_id", bos)
+	}
+	if int(eos) < n {
+		l.u32("tokenizer.ggml.eos_token_id", eos)
+	}
+	if unk == 0 {
+		l.u32("tokenizer.ggml.unknown_token_id", 0)
+	}
+	l.boolean("tokenizer.ggml.add_bos_token", int(bos) < n)
+	l.boolean("tokenizer.ggml.add_eos_token", false)
+	l.boolean("tokenizer.ggml.add_space_prefix", false)
+}

@@ -1,0 +1,105 @@
+package gguf
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/cflow-dev/cflow/cflowfmt"
+)
+
+// Write exports m to path as GGUF v3. The file appears only when complete:
+// bytes go to a temp file beside path, renamed over it at the end; on any
+// error the temp file is removed. Errors name the tensor.
+func Write(m *cflowfmt.Model, path string, opt Options) (err error) {
+	if err := Supported(m); err != nil {
+		return err
+	}
+	ts, err := tensors(m, opt)
+	if err != nil {
+		return err
+	}
+	kvs := metadata(m, opt)
+
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	w := bufio.NewWriterSize(f, 1<<20)
+	n, err := writeHeader(w, kvs, ts)
+	if err != nil {
+		return err
+	}
+	if _, err = w.Write(make([]byte, alignUp(n)-n)); err != nil {
+		return err
+	}
+	var buf []byte
+	for i := range ts {
+		t := &ts[i]
+		size := t.size()
+		if int64(cap(buf)) < size {
+			buf = make([]byte, size)
+		}
+		b := buf[:size]
+		clear(b)
+		if err = t.fill(b); err != nil {
+			return fmt.Errorf("gguf: tensor %s: %w", t.name, err)
+		}
+		if _, err = w.Write(b); err != nil {
+			return err
+		}
+		if _, err = w.Write(make([]byte, alignUp(size)-size)); err != nil {
+			return err
+		}
+	}
+	if err = w.Flush(); err != nil {
+		return err
+	}
+	if err = f.Chmod(0o644); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// writeHeader writes magic, version, counts, the KV section and the tensor
+// infos (offsets relative to the aligned data start), returning the bytes
+// written.
+func writeHeader(w *bufio.Writer, kvs kvList, ts []tensor) (int64, error) {
+	le := binary.LittleEndian
+	b := []byte(Magic)
+	b = le.AppendUint32(b, Version)
+	b = le.AppendUint64(b, uint64(len(ts)))
+	b = le.AppendUint64(b, uint64(len(kvs)))
+	for _, e := range kvs {
+		b = appendString(b, e.key)
+		b = append(b, e.val...)
+	}
+	var off int64
+	for i := range ts {
+		t := &ts[i]
+		b = appendString(b, t.name)
+		b = le.AppendUint32(b, uint32(len(t.dims)))
+		for _, d := range t.dims {
+			b = le.AppendUint64(b, d)
+		}
+		b = le.AppendUint32(b, uint32(t.typ))
+		b = le.AppendUint64(b, uint64(off))
+		off = alignUp(off + t.size())
+	}
+	_, err := w.Write(b)
+	return int64(len(b)), err
+}
