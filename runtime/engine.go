@@ -1,0 +1,215 @@
+// Package runtime is cflow's decode engine: it runs one token at a time over
+// a *cflowfmt.Model (from either file format), driven only by the header and
+// metadata. It follows runtime/plan's per-token stream order, schedules
+// delayed dense-FFN and expert outputs with a ring and a target-keyed queue,
+// fuses Q/K/V and gate/up into one pass over their interleaved stripes,
+// reads only the router-selected experts' tiles, and splits output stripes
+// across a persistent worker pool without changing a single bit of output.
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	goruntime "runtime"
+
+	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/runtime/plan"
+)
+
+// Options configures an Engine.
+type Options struct {
+	// Threads is the number of threads splitting each matvec, the caller
+	// included; ≤ 0 means runtime.NumCPU().
+	Threads int
+}
+
+// ErrContextFull is returned by Step once the KV cache holds
+// Header.MaxSeqLen positions: the model was not built for longer contexts.
+var ErrContextFull = errors.New("runtime: context full")
+
+// stream indexes the per-stream counters (activation preparations).
+const (
+	stAttn = iota
+	stDense
+	stMoE
+	numStreams
+)
+
+// Engine decodes one sequence. It is not safe for concurrent use; run
+// several Engines over one Model for several sequences.
+type Engine struct {
+	m      *cflowfmt.Model
+	h      cflowfmt.Header
+	d      int
+	eps    float32
+	steps  []plan.Step
+	iters  int
+	passes int
+	ring   int // size of the delayed dense-output ring
+	merge  int // arch1 merge interval
+
+	layers []*layerPlan
+	lm     *matPlan
+	embed  []stripe // embedding stripes sorted by first row
+	pool   *pool
+	kv     []kvCache // one per pass
+	pos    int
+
+	st sched
+	bf buffers
+
+	obs   Observation
+	stats Stats
+
+	// Test hooks: readHook sees every tile dot (offset, matrix), possibly
+	// from several goroutines when Threads > 1; prepCount counts activation
+	// preparations per stream.
+	readHook  func(off int64, m cflowfmt.MatrixID)
+	prepCount [numStreams]int64
+}
+
+// Observation is what a trace records about the last token: ‖x_out‖₂ per
+// layer (per pass for block-iterated models), the final residual's norm
+// before the final norm, and the experts each pass selected.
+type Observation struct {
+	ResidualNorms []float64
+	PreLMHeadNorm float64
+	Experts       [][]int
+}
+
+// StreamBytes counts weight bytes read, by stream. Embed is the one
+// embedding row a token reads; LMHead the vocabulary projection.
+type StreamBytes struct {
+	Attn, Dense, Router, Experts, Embed, LMHead int64
+}
+
+// Sum is every weight byte read, the numerator of effective GB/s.
+func (b StreamBytes) Sum() int64 {
+	return b.Attn + b.Dense + b.Router + b.Experts + b.Embed + b.LMHead
+}
+
+// Stats accumulates byte counts so run can report effective bandwidth and
+// tests can prove conditional expert loading.
+type Stats struct {
+	Last   StreamBytes // the most recent token
+	Total  StreamBytes
+	Tokens int64
+}
+
+// New prepares an engine: it validates every non-expert tile against the
+// header geometry, groups tiles into stripes and starts the worker pool.
+// Close the engine to stop the pool.
+func New(m *cflowfmt.Model, opt Options) (*Engine, error) {
+	h := m.Header
+	if err := h.Validate(); err != nil {
+		return nil, err
+	}
+	iters := int(m.Meta.U32(cflowfmt.KeyBlockIterations, 1))
+	steps, err := plan.Build(plan.FromHeader(&h, iters))
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{m: m, h: h, d: int(h.HiddenSize), steps: steps, iters: max(1, iters)}
+	e.eps = m.Meta.F32(cflowfmt.KeyRMSEps, 1e-6)
+	e.passes = int(h.NumLayers) * e.iters
+	e.ring = max(int(h.DenseDelay), int(h.ExpertDelay)) + 1
+	e.merge = int(m.Meta.U32(cflowfmt.KeyMergeInterval, 3))
+	if e.merge < 1 {
+		return nil, fmt.Errorf("runtime: merge interval %d", e.merge)
+	}
+	if len(m.Layers) != int(h.NumLayers) {
+		return nil, fmt.Errorf("runtime: model has %d layers, header says %d", len(m.Layers), h.NumLayers)
+	}
+	if len(m.FinalNorm) != e.d {
+		return nil, fmt.Errorf("runtime: final norm has %d values, want %d", len(m.FinalNorm), e.d)
+	}
+	if err := e.buildVocab(); err != nil {
+		return nil, err
+	}
+	for l := range m.Layers {
+		lp, err := e.buildLayer(l)
+		if err != nil {
+			return nil, err
+		}
+		e.layers = append(e.layers, lp)
+	}
+	e.kv = make([]kvCache, e.passes)
+	for p := range e.kv {
+		e.kv[p].dim = e.layers[p/e.iters].kvDim
+	}
+	e.allocBuffers()
+	threads := opt.Threads
+	if threads <= 0 {
+		threads = goruntime.NumCPU()
+	}
+	e.pool = newPool(threads)
+	return e, nil
+}
+
+// buildVocab indexes the embedding rows and builds the LM-head plan (the
+// embedding tiles themselves when the embeddings are tied).
+func (e *Engine) buildVocab() error {
+	m, V := e.m, int(e.h.VocabSize)
+	emb, err := buildPlan("embedding", m.Embed, map[cflowfmt.MatrixID]int{cflowfmt.MatEmbed: 0}, []int{V}, e.d)
+	if err != nil {
+		return err
+	}
+	if !emb.covers() {
+		return fmt.Errorf("runtime: embedding tiles do not cover %d×%d", V, e.d)
+	}
+	e.embed = sortStripes(emb.stripes)
+	if e.h.Has(cflowfmt.FlagTiedEmbed) {
+		e.lm = emb
+		return nil
+	}
+	if len(m.LMHead) == 0 {
+		return fmt.Errorf("runtime: no LM head tiles and embeddings are not tied")
+	}
+	lm, err := buildPlan("lm_head", m.LMHead, map[cflowfmt.MatrixID]int{cflowfmt.MatLMHead: 0}, []int{V}, e.d)
+	if err != nil {
+		return err
+	}
+	if !lm.covers() {
+		return fmt.Errorf("runtime: LM head tiles do not cover %d×%d", V, e.d)
+	}
+	e.lm = lm
+	return nil
+}
+
+// Close stops the worker pool. The Model stays open (its owner closes it).
+func (e *Engine) Close() { e.pool.close() }
+
+// Pos is the number of tokens consumed so far (the next token's position).
+func (e *Engine) Pos() int { return e.pos }
+
+// Reset forgets the sequence, keeping allocations, so one engine can replay
+// many traces.
+func (e *Engine) Reset() {
+	e.pos = 0
+	for p := range e.kv {
+		e.kv[p].k = e.kv[p].k[:0]
+		e.kv[p].v = e.kv[p].v[:0]
+	}
+}
+
+// Observation describes the last Step; its slices are reused by the next.
+func (e *Engine) Observation() *Observation { return &e.obs }
+
+// Stats returns the byte counters.
+func (e *Engine) Stats() Stats { return e.stats }
+
+// Header is the model's header, for callers sizing their own buffers.
+func (e *Engine) Header() *cflowfmt.Header { return &e.h }
+
+// Passes is the number of residual norms per token (layers × block
+// iterations).
+func (e *Engine) Passes() int { return e.passes }
+
+// kvCache holds one pass's keys and values, position-major.
+type kvCache struct {
+	dim  int
+	k, v []float32
+}
+
+func sqrtf(x float32) float32 { return float32(math.Sqrt(float64(x))) }

@@ -1,0 +1,128 @@
+package runtime
+
+import (
+	"fmt"
+
+	"github.com/cflow-dev/cflow/cflowfmt"
+)
+
+// stripe is one unit of parallel work: consecutive tiles (in file order) of
+// one matrix that share an output row range. Summing a stripe's tiles in
+// file order inside one goroutine is what makes results independent of the
+// thread count.
+type stripe struct {
+	tiles []*cflowfmt.MappedTile
+	out   int // index of the output buffer (Q=0, K=1, V=2 / gate=0, up=1)
+	row   int
+	rows  int
+}
+
+// matPlan is a stream's tiles grouped into stripes, walked once per call:
+// a fused Q/K/V or gate/up plan dispatches each stripe to its output by the
+// tiles' MatrixID, so one prepared activation serves every output.
+type matPlan struct {
+	stripes []stripe
+	bytes   int64 // on-disk bytes of every tile, for byte accounting
+	outDims []int
+	inDim   int
+}
+
+// buildPlan groups tiles into stripes. outs maps a MatrixID to its output
+// index; dims gives each output's length. Tiles outside their matrix, of an
+// unexpected matrix, or with broken byte arrays are refused here so the hot
+// path never bounds-checks a malformed file.
+func buildPlan(what string, tiles []cflowfmt.MappedTile, outs map[cflowfmt.MatrixID]int, dims []int, inDim int) (*matPlan, error) {
+	p := &matPlan{outDims: dims, inDim: inDim}
+	for i := range tiles {
+		t := &tiles[i]
+		o, ok := outs[t.Matrix]
+		if !ok {
+			return nil, fmt.Errorf("%s: tile %d at offset %d is matrix %v, not expected here", what, i, t.Offset, t.Matrix)
+		}
+		if err := t.Tile.Check(); err != nil {
+			return nil, fmt.Errorf("%s: tile %d at offset %d: %w", what, i, t.Offset, err)
+		}
+		if int(t.RowOffset)+t.Tile.Rows > dims[o] || int(t.ColOffset)+t.Tile.Cols > inDim {
+			return nil, fmt.Errorf("%s: tile %d at offset %d (%v rows %d+%d, cols %d+%d) exceeds the %dx%d matrix",
+				what, i, t.Offset, t.Matrix, t.RowOffset, t.Tile.Rows, t.ColOffset, t.Tile.Cols, dims[o], inDim)
+		}
+		p.bytes += int64(t.Bytes())
+		n := len(p.stripes)
+		if n > 0 && p.stripes[n-1].out == o && p.stripes[n-1].row == int(t.RowOffset) && p.stripes[n-1].rows == t.Tile.Rows {
+			p.stripes[n-1].tiles = append(p.stripes[n-1].tiles, t)
+			continue
+		}
+		p.stripes = append(p.stripes, stripe{tiles: []*cflowfmt.MappedTile{t}, out: o, row: int(t.RowOffset), rows: t.Tile.Rows})
+	}
+	p.mergeOverlaps()
+	return p, nil
+}
+
+// mergeOverlaps folds stripes whose output rows overlap (a shard plan may
+// split a stripe's columns into non-adjacent runs) into one work item, so no
+// two workers ever write the same output element.
+func (p *matPlan) mergeOverlaps() {
+	for {
+		merged := false
+		for i := 0; i < len(p.stripes) && !merged; i++ {
+			for j := i + 1; j < len(p.stripes); j++ {
+				a, b := &p.stripes[i], &p.stripes[j]
+				if a.out != b.out || a.row+a.rows <= b.row || b.row+b.rows <= a.row {
+					continue
+				}
+				lo, hi := min(a.row, b.row), max(a.row+a.rows, b.row+b.rows)
+				a.tiles = append(a.tiles, b.tiles...)
+				a.row, a.rows = lo, hi-lo
+				p.stripes = append(p.stripes[:j], p.stripes[j+1:]...)
+				merged = true
+				break
+			}
+		}
+		if !merged {
+			return
+		}
+	}
+}
+
+// covers reports whether every output row of every output is written by
+// some stripe; a file with a missing stripe is refused at load.
+func (p *matPlan) covers() bool {
+	seen := make([][]bool, len(p.outDims))
+	for i, d := range p.outDims {
+		seen[i] = make([]bool, d)
+	}
+	for _, s := range p.stripes {
+		for _, t := range s.tiles {
+			for r := 0; r < t.Tile.Rows; r++ {
+				seen[s.out][int(t.RowOffset)+r] = true
+			}
+		}
+	}
+	for _, sv := range seen {
+		for _, ok := range sv {
+			if !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// matvec computes every output of plan p from one prepared activation,
+// splitting stripes across the pool. outs are zeroed first.
+func (e *Engine) matvec(p *matPlan, a *actVec, outs ...[]float32) {
+	for _, o := range outs {
+		clear(o)
+	}
+	hook := e.readHook
+	e.pool.run(len(p.stripes), func(i int) {
+		s := &p.stripes[i]
+		y := outs[s.out]
+		for _, t := range s.tiles {
+			if hook != nil {
+				hook(t.Offset, t.Matrix)
+			}
+			dotTile(&t.Tile, a, int(t.ColOffset), y[t.RowOffset:])
+		}
+	})
+}
