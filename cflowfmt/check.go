@@ -1,0 +1,197 @@
+package cflowfmt
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/cflow-dev/cflow/quant"
+)
+
+// Loc says where a tile was found: its layer-table entry, slot and, inside
+// an expert bank, the expert (-1 otherwise). Layer == NumLayers is the
+// vocabulary entry.
+type Loc struct {
+	Layer, Slot, Expert int
+}
+
+// Walk calls fn for every tile of the file in layer-table order (entry by
+// entry, slot by slot, experts in index order), parsing and validating each
+// header, expert tiles included. inspect --tiles and Check use it.
+func (f *File) Walk(fn func(Loc, *MappedTile) error) error {
+	L := int(f.Header.NumLayers)
+	for l := 0; l <= L; l++ {
+		for s := 0; s < SlotsPerLayer; s++ {
+			if s == SlotExpertTable || l == L && s > SlotFinalNorm {
+				continue
+			}
+			if l < L && s == SlotExpertBank {
+				for e, r := range f.Experts[l] {
+					ts, err := ParseExpert(f.data, r, &f.Header, l, e)
+					if err != nil {
+						return f.named(err)
+					}
+					for i := range ts {
+						if err := fn(Loc{l, s, e}, &ts[i]); err != nil {
+							return err
+						}
+					}
+				}
+				continue
+			}
+			err := f.walkSlot(l, s, func(t MappedTile) error { return fn(Loc{l, s, -1}, &t) })
+			if err != nil {
+				return f.named(err)
+			}
+		}
+	}
+	return nil
+}
+
+func (f *File) named(err error) error {
+	if fe, ok := err.(*FormatError); ok && fe.File == "" {
+		fe.File = f.Path
+	}
+	return err
+}
+
+// Check reads every tile, experts included, and validates what Open does
+// not: the zero padding between tiles, exact coverage of every matrix by
+// its tiles (each weight exactly once, shapes per layer attention kind),
+// each expert having gate, up and down, and finite norm and router values.
+// It returns the first problem as a *FormatError.
+func (f *File) Check() error {
+	cov := NewCoverage(&f.Header, f.Meta)
+	var cur Loc
+	var prevEnd int64
+	started := false
+	flush := func() error {
+		if !started {
+			return nil
+		}
+		return cov.Finish(cur.Layer, cur.Slot, cur.Expert)
+	}
+	err := f.Walk(func(loc Loc, t *MappedTile) error {
+		if !started || loc != cur {
+			if err := flush(); err != nil {
+				return err
+			}
+			cur, started, prevEnd = loc, true, t.Offset
+		}
+		for o := prevEnd; o < t.Offset; o++ {
+			if f.data[o] != 0 {
+				return errAt(o, "non-zero padding byte %#x before the tile at %d", f.data[o], t.Offset)
+			}
+		}
+		prevEnd = t.Offset + int64(t.Bytes())
+		return cov.Add(t)
+	})
+	if err == nil {
+		err = flush()
+	}
+	return f.named(err)
+}
+
+// Coverage checks that the tiles of each matrix cover it exactly once; it
+// is fed one region (slot or expert) at a time and checked with Finish.
+// Shared by both formats' Check.
+type Coverage struct {
+	h    *Header
+	md   *Metadata
+	bits map[MatrixID][]uint64
+	last int64 // offset of the last tile added, for errors
+}
+
+// NewCoverage starts coverage checking for a file with header h.
+func NewCoverage(h *Header, md *Metadata) *Coverage {
+	return &Coverage{h: h, md: md, bits: map[MatrixID][]uint64{}}
+}
+
+// Add marks the weights of one tile, rejecting overlaps, tiles outside the
+// layer's exact shape, partial column groups away from the matrix edge and
+// non-finite F32 values in norms and routers.
+func (c *Coverage) Add(t *MappedTile) error {
+	c.last = t.Offset
+	rows, cols := MatrixShape(c.h, c.md, int(t.Layer), t.Matrix)
+	ro, co, tr, tc := int64(t.RowOffset), int(t.ColOffset), int64(t.Tile.Rows), t.Tile.Cols
+	if ro+tr > int64(rows) || co+tc > cols {
+		return errAt(t.Offset, "layer %d %s tile rows %d+%d cols %d+%d outside the layer's %dx%d matrix", t.Layer, t.Matrix, ro, tr, co, tc, rows, cols)
+	}
+	if tc%quant.GroupSize != 0 && co+tc != cols {
+		return errAt(t.Offset, "layer %d %s tile of %d columns ends inside a group away from the matrix edge", t.Layer, t.Matrix, tc)
+	}
+	if t.Matrix == MatRouter || t.Matrix.IsNorm() {
+		for r := 0; r < t.Tile.Rows; r++ {
+			for k := 0; k < t.Tile.Cols; k++ {
+				if v := float64(t.Weight(r, k)); math.IsNaN(v) || math.IsInf(v, 0) {
+					return errAt(t.Offset, "layer %d %s holds non-finite value %v", t.Layer, t.Matrix, v)
+				}
+			}
+		}
+	}
+	g := quant.Groups(cols)
+	b := c.bits[t.Matrix]
+	if b == nil {
+		b = make([]uint64, (rows*g+63)/64)
+		c.bits[t.Matrix] = b
+	}
+	for r := ro; r < ro+tr; r++ {
+		for k := co / quant.GroupSize; k < quant.Groups(co+tc); k++ {
+			i := int(r)*g + k
+			if b[i/64]&(1<<(i%64)) != 0 {
+				return errAt(t.Offset, "layer %d %s tile overlaps another at row %d, column %d", t.Layer, t.Matrix, r, k*quant.GroupSize)
+			}
+			b[i/64] |= 1 << (i % 64)
+		}
+	}
+	return nil
+}
+
+// Finish checks the region's matrices are each fully covered and the
+// region holds every matrix it must (layer l, slot s of a layer entry,
+// expert e ≥ 0 inside a bank), then resets for the next region.
+func (c *Coverage) Finish(l, s, e int) error {
+	defer func() { c.bits = map[MatrixID][]uint64{} }()
+	var need []MatrixID
+	vocab := l == int(c.h.NumLayers)
+	switch {
+	case vocab && s == SlotEmbed:
+		need = []MatrixID{MatEmbed}
+	case vocab && s == SlotLMHead:
+		need = []MatrixID{MatLMHead}
+	case vocab:
+	case s == SlotAttn:
+		need = []MatrixID{MatQ, MatK, MatO}
+		if !(c.md.U32(KeyKEqV, 0) == 1 && layerKind(c.md, l) == LayerFull) {
+			need = append(need, MatV)
+		}
+	case s == SlotDense:
+		need = []MatrixID{MatGate, MatUp, MatDown}
+	case s == SlotMoE:
+		need = []MatrixID{MatRouter}
+	case s == SlotExpertBank:
+		need = []MatrixID{MatExpertGate, MatExpertUp, MatExpertDown}
+	}
+	for _, m := range need {
+		if c.bits[m] == nil {
+			return errAt(c.last, "layer %d slot %d%s has no %s tiles", l, s, expertSuffix(e), m)
+		}
+	}
+	for m, b := range c.bits {
+		rows, cols := MatrixShape(c.h, c.md, l, m)
+		n := rows * quant.Groups(cols)
+		for i := 0; i < n; i++ {
+			if b[i/64]&(1<<(i%64)) == 0 {
+				g := quant.Groups(cols)
+				return errAt(c.last, "layer %d%s %s: row %d, columns %d.. not covered by any tile", l, expertSuffix(e), m, i/g, (i%g)*quant.GroupSize)
+			}
+		}
+	}
+	return nil
+}
+
+func expertSuffix(e int) string {
+	if e < 0 {
+		return ""
+	}
+	return fmt.Sprintf(" expert %d", e)
+}
