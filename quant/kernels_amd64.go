@@ -1,0 +1,99 @@
+//go:build !noasm
+
+package quant
+
+import "github.com/klauspost/cpuid/v2"
+
+// Assembly entry points (kernels_*_amd64.s). Each computes y[r] += row r of
+// one tile times the activation, for r < rows; the Go wrappers below pass
+// pointers already offset to the tile's first column and the masks that
+// cut a partial tile's last block. sc points at the tile's f16 scales.
+//
+// The float kernels read x as f32; the vnni kernels read the Vec's int8
+// views (see Vec.quantize for the layouts).
+
+//go:noescape
+func f32f256(w *byte, rows, cols int, x, y *float32)
+
+//go:noescape
+func q4f256(sc, data *byte, rows, groups int, x, y *float32)
+
+//go:noescape
+func q8f256(sc, data *byte, rows, groups int, x, y *float32)
+
+//go:noescape
+func f32f512(w *byte, rows, cols int, x, y *float32, ktail int)
+
+//go:noescape
+func q4f512(sc, data *byte, rows, groups int, x, y *float32, kg int)
+
+//go:noescape
+func q8f512(sc, data *byte, rows, groups int, x, y *float32, kg int)
+
+//go:noescape
+func q4vnni512(sc, data *byte, rows, groups int, xl, xh *int8, c4 *int32, dx, y *float32, k0, k1, kg int)
+
+//go:noescape
+func q8vnni512(sc, data *byte, rows, groups int, x8 *int8, c8 *int32, dx, y *float32, k0, k1, k2, k3, kg int)
+
+func registerKernels() {
+	c := &cpuid.CPU
+	if !c.Supports(cpuid.AVX2, cpuid.FMA3, cpuid.F16C) {
+		return
+	}
+	avx2 := &kernel{name: "avx2", f32: dotF32AVX2, q4: dotQ4AVX2, q8: dotQ8AVX2}
+	kernels = append(kernels, avx2)
+	if !c.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VL) {
+		return
+	}
+	avx512 := &kernel{name: "avx512", f32: dotF32AVX512, q4: dotQ4AVX512, q8: dotQ8AVX512}
+	kernels = append(kernels, avx512)
+	if c.Supports(cpuid.AVX512VNNI) {
+		kernels = append(kernels, &kernel{name: "vnni", int8: true, f32: dotF32AVX512,
+			q4: dotQ4VNNI512, q8: dotQ8VNNI512, fallback: avx512})
+	}
+}
+
+// lowBits is a mask with the low n bits set (n ≤ 16), for the k-registers.
+func lowBits(n int) int { return 1<<max(n, 0) - 1 }
+
+func dotF32AVX2(t *Tile, x *Vec, col int, y []float32) {
+	f32f256(&t.Data[0], t.Rows, t.Cols, &x.x[col], &y[0])
+}
+
+func dotQ4AVX2(t *Tile, x *Vec, col int, y []float32) {
+	q4f256(&t.Scales[0], &t.Data[0], t.Rows, Groups(t.Cols), &x.x[col], &y[0])
+}
+
+func dotQ8AVX2(t *Tile, x *Vec, col int, y []float32) {
+	q8f256(&t.Scales[0], &t.Data[0], t.Rows, Groups(t.Cols), &x.x[col], &y[0])
+}
+
+func dotF32AVX512(t *Tile, x *Vec, col int, y []float32) {
+	f32f512(&t.Data[0], t.Rows, t.Cols, &x.x[col], &y[0], lowBits(t.Cols%16))
+}
+
+func dotQ4AVX512(t *Tile, x *Vec, col int, y []float32) {
+	g := Groups(t.Cols)
+	q4f512(&t.Scales[0], &t.Data[0], t.Rows, g, &x.x[col], &y[0], lowBits(g))
+}
+
+func dotQ8AVX512(t *Tile, x *Vec, col int, y []float32) {
+	g := Groups(t.Cols)
+	q8f512(&t.Scales[0], &t.Data[0], t.Rows, g, &x.x[col], &y[0], lowBits(g))
+}
+
+func dotQ4VNNI512(t *Tile, x *Vec, col int, y []float32) {
+	g, g0 := Groups(t.Cols), col/GroupSize
+	// Blocks of four groups; a 16-bit mask has four dword lanes per group.
+	q4vnni512(&t.Scales[0], &t.Data[0], t.Rows, g, &x.xl[g0*16], &x.xh[g0*16], &x.c4[g0*4], &x.dx[g0], &y[0],
+		lowBits(4*min(g, 4)), lowBits(4*(g-4)), lowBits(g))
+}
+
+func dotQ8VNNI512(t *Tile, x *Vec, col int, y []float32) {
+	g, g0 := Groups(t.Cols), col/GroupSize
+	// Blocks of two groups; a 16-bit mask has eight dword lanes per group.
+	m := func(b int) int { return lowBits(8 * min(max(g-2*b, 0), 2)) }
+	q8vnni512(&t.Scales[0], &t.Data[0], t.Rows, g, &x.q8[g0*GroupSize], &x.c8[g0*8], &x.dx[g0], &y[0],
+		m(0), m(1), m(2), m(3), lowBits(g))
+}

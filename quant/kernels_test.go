@@ -1,0 +1,370 @@
+package quant
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// allPaths are the kernel names the issue asks for; a path the CPU or the
+// build lacks is skipped, not failed.
+var allPaths = []string{"scalar", "avx2", "avx512", "vnni"}
+
+// withKernel runs f under each available path, restoring the default after.
+func withKernel(t *testing.T, f func(t *testing.T, name string)) {
+	def := KernelName()
+	t.Cleanup(func() { _ = SetKernel(def) })
+	for _, name := range allPaths {
+		t.Run(name, func(t *testing.T) {
+			if !slices.Contains(Kernels(), name) {
+				t.Skipf("kernel %s not available on this CPU/build (have %v)", name, Kernels())
+			}
+			if err := SetKernel(name); err != nil {
+				t.Fatal(err)
+			}
+			f(t, name)
+		})
+	}
+}
+
+// randWeights fills a rows×cols matrix with values whose magnitude varies by
+// row and group, including all-zero groups and outliers, so scales differ.
+func randWeights(rng *rand.Rand, rows, cols int) []float32 {
+	w := make([]float32, rows*cols)
+	for r := 0; r < rows; r++ {
+		rowScale := math.Exp(rng.NormFloat64() * 2)
+		for g := 0; g < Groups(cols); g++ {
+			gs := rowScale * math.Exp(rng.NormFloat64())
+			zero := rng.IntN(20) == 0
+			for c := g * GroupSize; c < min(cols, (g+1)*GroupSize); c++ {
+				if zero {
+					continue
+				}
+				v := rng.NormFloat64() * gs
+				if rng.IntN(50) == 0 {
+					v *= 8
+				}
+				w[r*cols+c] = float32(v)
+			}
+		}
+	}
+	return w
+}
+
+// randTileOf builds a tile of type typ; about one in six is a full 128×256
+// tile and the rest partial (any rows, any cols including ones that are not
+// a multiple of 32).
+func randTileOf(rng *rand.Rand, typ Type) Tile {
+	rows, cols := MaxTileRows, MaxTileCols
+	if rng.IntN(6) != 0 {
+		rows, cols = 1+rng.IntN(MaxTileRows), 1+rng.IntN(MaxTileCols)
+	}
+	return Encode(typ, randWeights(rng, rows, cols), rows, cols, cols)
+}
+
+// randActivation returns an activation long enough for a tile at col,
+// sometimes with live values past the tile's last column (they must not
+// leak into the product), and with block magnitudes that vary.
+func randActivation(rng *rand.Rand, col, cols int) []float32 {
+	n := col + cols
+	if rng.IntN(2) == 0 {
+		n += rng.IntN(100)
+	}
+	x := make([]float32, n)
+	for i := range x {
+		if i%GroupSize == 0 && rng.IntN(30) == 0 {
+			i += GroupSize - 1 // leave a zero block now and then
+			continue
+		}
+		x[i] = float32(rng.NormFloat64() * math.Exp(rng.NormFloat64()))
+	}
+	return x
+}
+
+// dense dequantizes a whole tile once, with each scale decoded once
+// (Weight per element is slow); TestDense pins it to Weight.
+func dense(t *Tile) []float32 {
+	w := make([]float32, t.Rows*t.Cols)
+	if t.Type == F32 {
+		for r := 0; r < t.Rows; r++ {
+			t.DequantRow(r, w[r*t.Cols:(r+1)*t.Cols])
+		}
+		return w
+	}
+	g := Groups(t.Cols)
+	for r := 0; r < t.Rows; r++ {
+		for gi := 0; gi < g; gi++ {
+			s, idx := t.ScaleAt(r, gi), r*g+gi
+			for j := 0; j < GroupSize && gi*GroupSize+j < t.Cols; j++ {
+				var q int
+				if t.Type == Q4_0 {
+					b := t.Data[idx*16+j%16]
+					if j >= 16 {
+						b >>= 4
+					}
+					q = int(b&0x0f) - 8
+				} else {
+					q = int(int8(t.Data[idx*32+j]))
+				}
+				w[r*t.Cols+gi*GroupSize+j] = s * float32(q)
+			}
+		}
+	}
+	return w
+}
+
+func TestDense(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, typ := range []Type{F32, Q4_0, Q8_0} {
+		tile := randTileOf(rng, typ)
+		w := dense(&tile)
+		for r := 0; r < tile.Rows; r++ {
+			for c := 0; c < tile.Cols; c++ {
+				if w[r*tile.Cols+c] != tile.Weight(r, c) {
+					t.Fatalf("%s: dense[%d,%d] = %g, Weight %g", typ, r, c, w[r*tile.Cols+c], tile.Weight(r, c))
+				}
+			}
+		}
+	}
+}
+
+// magnitude is Σ_c |W[r,c]·x[c]| for row r (w the tile's dense row), the
+// scale a float error is judged against.
+func magnitude(w, x []float32) float64 {
+	var m float64
+	for c, wc := range w {
+		m += math.Abs(float64(wc) * float64(x[c]))
+	}
+	return m
+}
+
+// int8Bound is what rounding the activation to int8 may cost row r: each
+// value moves by at most d/2 (d its block's scale), so the row moves by at
+// most Σ_c |W[r,c]|·d(c)/2.
+func int8Bound(w []float32, v *Vec, col int) float64 {
+	var b float64
+	for c, wc := range w {
+		b += math.Abs(float64(wc)) * float64(v.dx[(col+c)/GroupSize]) / 2
+	}
+	return b
+}
+
+const tilesPerType = 1000
+
+func TestKernelsMatchOracle(t *testing.T) {
+	tiles := map[Type][]Tile{}
+	dw := map[Type][][]float32{}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, typ := range []Type{F32, Q4_0, Q8_0} {
+		for range tilesPerType {
+			tile := randTileOf(rng, typ)
+			tiles[typ] = append(tiles[typ], tile)
+			dw[typ] = append(dw[typ], dense(&tile))
+		}
+	}
+	withKernel(t, func(t *testing.T, name string) {
+		rng := rand.New(rand.NewPCG(3, 4))
+		v := NewVec(0)
+		for _, typ := range []Type{F32, Q4_0, Q8_0} {
+			worst := 0.0
+			for i := range tiles[typ] {
+				tile := &tiles[typ][i]
+				col := GroupSize * rng.IntN(5)
+				x := randActivation(rng, col, tile.Cols)
+				v.Set(x)
+				y0 := make([]float32, tile.Rows+3)
+				for r := range y0 {
+					y0[r] = float32(rng.NormFloat64())
+				}
+				got := slices.Clone(y0)
+				want := slices.Clone(y0)
+				Dot(tile, v, col, got)
+				DotScalar(tile, x[col:], want)
+				int8 := KernelQuantizesActivations() && typ != F32
+				for r := range y0 {
+					diff := math.Abs(float64(got[r]) - float64(want[r]))
+					if r >= tile.Rows {
+						if got[r] != y0[r] {
+							t.Fatalf("%s tile %d (%dx%d): y[%d] past the tile's rows changed", typ, i, tile.Rows, tile.Cols, r)
+						}
+						continue
+					}
+					w := dw[typ][i][r*tile.Cols : (r+1)*tile.Cols]
+					mag := magnitude(w, x[col:]) + math.Abs(float64(y0[r]))
+					tol := 1e-5 * mag
+					if int8 {
+						b := int8Bound(w, v, col)
+						tol = b + 1e-5*(mag+b)
+					}
+					if diff > tol {
+						t.Fatalf("%s tile %d (%dx%d at col %d) row %d: got %g want %g (|diff| %g > tol %g)",
+							typ, i, tile.Rows, tile.Cols, col, r, got[r], want[r], diff, tol)
+					}
+					if tol > 0 {
+						worst = max(worst, diff/tol)
+					}
+				}
+			}
+			t.Logf("%s: worst |diff|/tol = %.3g over %d tiles", typ, worst, len(tiles[typ]))
+		}
+	})
+}
+
+// TestStripeMatchesDot checks the fused entry point adds exactly what
+// separate Dot calls add.
+func TestStripeMatchesDot(t *testing.T) {
+	withKernel(t, func(t *testing.T, name string) {
+		rng := rand.New(rand.NewPCG(5, 6))
+		for _, typ := range []Type{F32, Q4_0, Q8_0} {
+			for range 20 {
+				cols := 1 + rng.IntN(MaxTileCols)
+				var tiles []*Tile
+				var ys, want [][]float32
+				for range 3 {
+					rows := 1 + rng.IntN(MaxTileRows)
+					tile := Encode(typ, randWeights(rng, rows, cols), rows, cols, cols)
+					tiles = append(tiles, &tile)
+					ys = append(ys, make([]float32, rows))
+					want = append(want, make([]float32, rows))
+				}
+				col := GroupSize * rng.IntN(3)
+				x := randActivation(rng, col, cols)
+				v := NewVec(len(x))
+				v.Set(x)
+				DotStripe(tiles, v, col, ys)
+				for i, tile := range tiles {
+					Dot(tile, v, col, want[i])
+				}
+				for i := range ys {
+					if !slices.Equal(ys[i], want[i]) {
+						t.Fatalf("%s: DotStripe tile %d differs from Dot", typ, i)
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestVecReuse checks a Vec shrunk by Set behaves like a fresh one: the
+// values a longer earlier Set left behind must not leak into products.
+func TestVecReuse(t *testing.T) {
+	withKernel(t, func(t *testing.T, name string) {
+		rng := rand.New(rand.NewPCG(7, 8))
+		long := randActivation(rng, 0, 1000)
+		for i := range long {
+			long[i] = 100 + float32(i)
+		}
+		short := randActivation(rng, 0, 40)[:40]
+		reused := NewVec(len(long))
+		reused.Set(long)
+		reused.Set(short)
+		fresh := NewVec(len(short))
+		fresh.Set(short)
+		if reused.Len() != len(short) {
+			t.Fatalf("Len = %d, want %d", reused.Len(), len(short))
+		}
+		if !slices.Equal(reused.x[:len(fresh.x)], fresh.x) || slices.ContainsFunc(reused.x[len(fresh.x):], func(f float32) bool { return f != 0 }) {
+			t.Fatal("padded floats differ from a fresh Vec's")
+		}
+		for _, typ := range []Type{F32, Q4_0, Q8_0} {
+			w := randWeights(rng, 7, 40)
+			tile := Encode(typ, w, 7, 40, 40)
+			a, b := make([]float32, 7), make([]float32, 7)
+			// The kernels read whole groups and blocks past column 40: what
+			// they find there must not depend on the earlier, longer Set.
+			Dot(&tile, reused, 0, a)
+			Dot(&tile, fresh, 0, b)
+			if !slices.Equal(a, b) {
+				t.Fatalf("%s: reused Vec gives %v, fresh %v", typ, a, b)
+			}
+		}
+	})
+}
+
+func TestNoAllocs(t *testing.T) {
+	withKernel(t, func(t *testing.T, name string) {
+		rng := rand.New(rand.NewPCG(9, 10))
+		x := randActivation(rng, 0, 512)
+		v := NewVec(len(x))
+		y := make([]float32, MaxTileRows)
+		tiles := []*Tile{}
+		for _, typ := range []Type{F32, Q4_0, Q8_0} {
+			tile := Encode(typ, randWeights(rng, MaxTileRows, MaxTileCols), MaxTileRows, MaxTileCols, MaxTileCols)
+			tiles = append(tiles, &tile)
+		}
+		ys := [][]float32{y, y, y}
+		if n := testing.AllocsPerRun(20, func() {
+			v.Set(x)
+			for _, tile := range tiles {
+				Dot(tile, v, 32, y)
+			}
+			DotStripe(tiles, v, 0, ys)
+		}); n != 0 {
+			t.Fatalf("Set+Dot+DotStripe allocate %v times per run", n)
+		}
+	})
+}
+
+// TestInt8Fallback: a Vec prepared under a float path has no int8 views; an
+// int8 path must then compute with floats (exactly the float answer).
+func TestInt8Fallback(t *testing.T) {
+	if !slices.Contains(Kernels(), "vnni") {
+		t.Skip("no vnni kernel here")
+	}
+	def := KernelName()
+	t.Cleanup(func() { _ = SetKernel(def) })
+	rng := rand.New(rand.NewPCG(11, 12))
+	tile := Encode(Q4_0, randWeights(rng, 16, 256), 16, 256, 256)
+	x := randActivation(rng, 0, 256)
+	_ = SetKernel("avx512")
+	v := NewVec(len(x))
+	v.Set(x)
+	want := make([]float32, 16)
+	Dot(&tile, v, 0, want)
+	_ = SetKernel("vnni")
+	if !KernelQuantizesActivations() || v.Quantized() {
+		t.Fatal("vnni should quantize, and this Vec should not be quantized")
+	}
+	got := make([]float32, 16)
+	Dot(&tile, v, 0, got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("fallback got %v, want %v", got, want)
+	}
+}
+
+func TestSetKernel(t *testing.T) {
+	def := KernelName()
+	t.Cleanup(func() { _ = SetKernel(def) })
+	names := Kernels()
+	if names[0] != "scalar" || names[len(names)-1] != def {
+		t.Fatalf("Kernels() = %v, default %s: want scalar first and the default last", names, def)
+	}
+	if err := SetKernel("nonesuch"); err == nil {
+		t.Fatal("SetKernel accepted an unknown name")
+	}
+	for _, n := range names {
+		if err := SetKernel(n); err != nil || KernelName() != n {
+			t.Fatalf("SetKernel(%s): %v, now %s", n, err, KernelName())
+		}
+		if KernelQuantizesActivations() != (n == "vnni") {
+			t.Fatalf("%s: KernelQuantizesActivations = %v", n, KernelQuantizesActivations())
+		}
+	}
+}
+
+func TestDotRejectsBadColumns(t *testing.T) {
+	tile := Encode(Q4_0, make([]float32, 32), 1, 32, 32)
+	v := NewVec(64)
+	v.Set(make([]float32, 64))
+	for _, col := range []int{-32, 16, 64} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Dot at col %d did not panic", col)
+				}
+			}()
+			Dot(&tile, v, col, make([]float32, 1))
+		}()
+	}
+}

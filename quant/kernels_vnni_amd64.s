@@ -1,0 +1,199 @@
+//go:build !noasm
+
+#include "textflag.h"
+
+// AVX-512 VNNI kernels: int8 activations (prepared once per product by
+// Vec.Set) times unsigned weight bytes with VPDPBUSD. See
+// docs/PERFORMANCE.md ("Kernels").
+
+#define HSUM16(z, y, x, yt, xt) \
+	VEXTRACTF64X4 $1, z, yt; \
+	VADDPS        yt, y, y;  \
+	VEXTRACTF128  $1, y, xt; \
+	VADDPS        xt, x, x;  \
+	VPERMILPS     $0x4e, x, xt; \
+	VADDPS        xt, x, x;  \
+	VPERMILPS     $0xb1, x, xt; \
+	VADDSS        xt, x, x
+
+// Lane → group maps for expanding per-group scales across accumulator lanes:
+// idx4a/idx4b give four lanes per group (groups 0–3, 4–7), idx8{0..3} eight
+// lanes per group (groups 2b, 2b+1).
+#define IDX4(name, a, b, c, d) \
+	DATA name+0(SB)/4, $a;  DATA name+4(SB)/4, $a;  DATA name+8(SB)/4, $a;  DATA name+12(SB)/4, $a; \
+	DATA name+16(SB)/4, $b; DATA name+20(SB)/4, $b; DATA name+24(SB)/4, $b; DATA name+28(SB)/4, $b; \
+	DATA name+32(SB)/4, $c; DATA name+36(SB)/4, $c; DATA name+40(SB)/4, $c; DATA name+44(SB)/4, $c; \
+	DATA name+48(SB)/4, $d; DATA name+52(SB)/4, $d; DATA name+56(SB)/4, $d; DATA name+60(SB)/4, $d; \
+	GLOBL name(SB), RODATA|NOPTR, $64
+
+IDX4(idx4a<>, 0, 1, 2, 3)
+IDX4(idx4b<>, 4, 5, 6, 7)
+IDX4(idx80<>, 0, 0, 1, 1)
+IDX4(idx81<>, 2, 2, 3, 3)
+IDX4(idx82<>, 4, 4, 5, 5)
+IDX4(idx83<>, 6, 6, 7, 7)
+
+// Q4BLK handles four groups (64 data bytes) at off(DI): nibbles q (0..15)
+// as unsigned bytes against the int8 activation halves xl/xh, seeded with
+// the −8·Σx bias, then converted and scaled per lane by sv.
+#define Q4BLK(off, k, xl, xh, bias, sv) \
+	VMOVDQU32.Z off(DI), k, Z3; \
+	VPSRLW      $4, Z3, Z4;     \
+	VPANDD      Z31, Z3, Z3;    \
+	VPANDD      Z31, Z4, Z4;    \
+	VMOVDQA32   bias, Z5;       \
+	VPDPBUSD    xl, Z3, Z5;     \
+	VPDPBUSD    xh, Z4, Z5;     \
+	VCVTDQ2PS   Z5, Z5;         \
+	VFMADD231PS sv, Z5, Z6
+
+// func q4vnni512(sc, data *byte, rows, groups int, xl, xh *int8, c4 *int32, dx, y *float32, k0, k1, kg int)
+//
+// Accumulator lane k of a block holds group k/4's partial dot; the row's
+// scales times the activation scales are expanded to those lanes by VPERMPS.
+TEXT ·q4vnni512(SB), NOSPLIT, $0-96
+	MOVQ         sc+0(FP), SI
+	MOVQ         data+8(FP), DI
+	MOVQ         rows+16(FP), CX
+	MOVQ         groups+24(FP), R8
+	MOVQ         y+64(FP), R9
+	MOVQ        k0+72(FP), AX
+	KMOVW        AX, K1
+	MOVQ        k1+80(FP), AX
+	KMOVW        AX, K2
+	MOVQ        kg+88(FP), AX
+	KMOVW        AX, K3
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z31
+	MOVQ         xl+32(FP), AX
+	VMOVDQU32.Z  (AX), K1, Z20
+	VMOVDQU32.Z  64(AX), K2, Z23
+	MOVQ         xh+40(FP), AX
+	VMOVDQU32.Z  (AX), K1, Z21
+	VMOVDQU32.Z  64(AX), K2, Z24
+	MOVQ         c4+48(FP), AX
+	VMOVDQU32.Z  (AX), K1, Z22
+	VMOVDQU32.Z  64(AX), K2, Z25
+	MOVQ         dx+56(FP), AX
+	VMOVUPS.Z    (AX), K3, Y26
+	VMOVDQU32    idx4a<>(SB), Z27
+	VMOVDQU32    idx4b<>(SB), Z28
+	LEAQ         (R8)(R8*1), R10
+	MOVQ         R8, R11
+	SHLQ         $4, R11
+	CMPQ         R8, $4
+	JGT          q4vnni8
+
+q4vnni4:
+	VCVTPH2PS.Z (SI), K3, Y0
+	VMULPS      Y26, Y0, Y0
+	VPERMPS     Z0, Z27, Z1
+	VXORPS      Z6, Z6, Z6
+	Q4BLK(0, K1, Z20, Z21, Z22, Z1)
+	HSUM16(Z6, Y6, X6, Y7, X7)
+	VADDSS      (R9), X6, X6
+	VMOVSS      X6, (R9)
+	ADDQ        R10, SI
+	ADDQ        R11, DI
+	ADDQ        $4, R9
+	DECQ        CX
+	JNZ         q4vnni4
+	VZEROUPPER
+	RET
+
+q4vnni8:
+	VCVTPH2PS.Z (SI), K3, Y0
+	VMULPS      Y26, Y0, Y0
+	VPERMPS     Z0, Z27, Z1
+	VPERMPS     Z0, Z28, Z2
+	VXORPS      Z6, Z6, Z6
+	Q4BLK(0, K1, Z20, Z21, Z22, Z1)
+	Q4BLK(64, K2, Z23, Z24, Z25, Z2)
+	HSUM16(Z6, Y6, X6, Y7, X7)
+	VADDSS      (R9), X6, X6
+	VMOVSS      X6, (R9)
+	ADDQ        R10, SI
+	ADDQ        R11, DI
+	ADDQ        $4, R9
+	DECQ        CX
+	JNZ         q4vnni8
+	VZEROUPPER
+	RET
+
+// Q8BLK handles two groups (64 data bytes) at off(DI): weights w stored as
+// int8 become unsigned w+128 by flipping the sign bit; the bias lanes hold
+// −128·Σx to undo it.
+#define Q8BLK(off, k, x8, bias, idx) \
+	VMOVDQU32.Z off(DI), k, Z3; \
+	VPXORD      Z31, Z3, Z3;    \
+	VMOVDQA32   bias, Z5;       \
+	VPDPBUSD    x8, Z3, Z5;     \
+	VCVTDQ2PS   Z5, Z5;         \
+	VPERMPS     Z0, idx, Z1;    \
+	VFMADD231PS Z1, Z5, Z6
+
+// func q8vnni512(sc, data *byte, rows, groups int, x8 *int8, c8 *int32, dx, y *float32, k0, k1, k2, k3, kg int)
+TEXT ·q8vnni512(SB), NOSPLIT, $0-104
+	MOVQ         sc+0(FP), SI
+	MOVQ         data+8(FP), DI
+	MOVQ         rows+16(FP), CX
+	MOVQ         groups+24(FP), R8
+	MOVQ         y+56(FP), R9
+	MOVQ        k0+64(FP), AX
+	KMOVW        AX, K1
+	MOVQ        k1+72(FP), AX
+	KMOVW        AX, K2
+	MOVQ        k2+80(FP), AX
+	KMOVW        AX, K4
+	MOVQ        k3+88(FP), AX
+	KMOVW        AX, K5
+	MOVQ        kg+96(FP), AX
+	KMOVW        AX, K3
+	MOVL         $0x80808080, AX
+	VPBROADCASTD AX, Z31
+	MOVQ         x8+32(FP), AX
+	VMOVDQU32.Z  (AX), K1, Z16
+	VMOVDQU32.Z  64(AX), K2, Z17
+	VMOVDQU32.Z  128(AX), K4, Z18
+	VMOVDQU32.Z  192(AX), K5, Z19
+	MOVQ         c8+40(FP), AX
+	VMOVDQU32.Z  (AX), K1, Z20
+	VMOVDQU32.Z  64(AX), K2, Z21
+	VMOVDQU32.Z  128(AX), K4, Z22
+	VMOVDQU32.Z  192(AX), K5, Z23
+	MOVQ         dx+48(FP), AX
+	VMOVUPS.Z    (AX), K3, Y26
+	VMOVDQU32    idx80<>(SB), Z27
+	VMOVDQU32    idx81<>(SB), Z28
+	VMOVDQU32    idx82<>(SB), Z29
+	VMOVDQU32    idx83<>(SB), Z30
+	LEAQ         (R8)(R8*1), R10
+	MOVQ         R8, R11
+	SHLQ         $5, R11
+
+q8vnnirow:
+	VCVTPH2PS.Z (SI), K3, Y0
+	VMULPS      Y26, Y0, Y0
+	VXORPS      Z6, Z6, Z6
+	Q8BLK(0, K1, Z16, Z20, Z27)
+	CMPQ        R8, $2
+	JLE         q8vnnisum
+	Q8BLK(64, K2, Z17, Z21, Z28)
+	CMPQ        R8, $4
+	JLE         q8vnnisum
+	Q8BLK(128, K4, Z18, Z22, Z29)
+	CMPQ        R8, $6
+	JLE         q8vnnisum
+	Q8BLK(192, K5, Z19, Z23, Z30)
+
+q8vnnisum:
+	HSUM16(Z6, Y6, X6, Y7, X7)
+	VADDSS (R9), X6, X6
+	VMOVSS X6, (R9)
+	ADDQ   R10, SI
+	ADDQ   R11, DI
+	ADDQ   $4, R9
+	DECQ   CX
+	JNZ    q8vnnirow
+	VZEROUPPER
+	RET
