@@ -1,0 +1,62 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
+
+	"github.com/cflow-dev/cflow/convert"
+	"github.com/cflow-dev/cflow/quant"
+)
+
+// convert is the front door: checkpoint in, plan-ordered tile file out.
+// All logic is in package convert; this file only parses flags.
+func init() {
+	commands = append(commands, &cli.Command{
+		Name:      "convert",
+		Usage:     "convert an HF safetensors directory or llama2.c .bin to .cflow or .vflow",
+		ArgsUsage: "INPUT",
+		Description: "OUT's extension (.cflow, .vflow) picks the format. Architectures: " +
+			strings.Join(convert.Architectures(), ", ") + ".",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output file (.cflow or .vflow)", Required: true},
+			&cli.StringFlag{Name: "model", Usage: "force an architecture preset instead of detecting it from config.json"},
+			&cli.StringFlag{Name: "quant", Value: "q4_0", Usage: "q4_0, q8_0 or f32 (norms and router stay f32)"},
+			&cli.IntFlag{Name: "numa-nodes", Usage: "NUMA nodes to plan shards for (default: nodes in /sys/devices/system/node)"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar and no summary line"},
+		},
+		Action: runConvert,
+	})
+}
+
+func runConvert(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return cli.Exit("convert: want exactly one INPUT (checkpoint directory or .bin)", exitUsage)
+	}
+	q, err := quant.ParseType(c.String("quant"))
+	if err != nil {
+		return cli.Exit("convert: "+err.Error(), exitUsage)
+	}
+	if c.IsSet("numa-nodes") && c.Int("numa-nodes") < 1 {
+		return cli.Exit("convert: --numa-nodes must be ≥ 1", exitUsage)
+	}
+	quiet := c.Bool("quiet")
+	opt := convert.Options{
+		Model:       c.String("model"),
+		Quant:       q,
+		NUMANodes:   c.Int("numa-nodes"),
+		Progress:    os.Stderr,
+		ProgressBar: !quiet && term.IsTerminal(int(os.Stderr.Fd())),
+	}
+	res, err := convert.Convert(c.Context, c.Args().First(), c.String("output"), opt)
+	if err != nil {
+		return cli.Exit("convert: "+err.Error(), exitUsage)
+	}
+	if !quiet {
+		fmt.Fprintln(os.Stderr, res.Summary())
+	}
+	return nil
+}

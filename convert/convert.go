@@ -1,0 +1,146 @@
+package convert
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/quant"
+)
+
+// Options control one conversion. The zero value converts with detection,
+// Q4_0, the machine's NUMA node count, every core and no progress output.
+type Options struct {
+	// Model forces an architecture preset (full or short name, see
+	// Architectures); "" detects it from config.json.
+	Model string
+	// Quant is the file's quant type. Norms and the router are F32
+	// regardless.
+	Quant quant.Type
+	// NUMANodes is the node count the shard plan is cut for; 0 means
+	// DefaultNUMANodes(). A file planned for N nodes loads on any machine.
+	NUMANodes int
+	// Workers is the number of quantizing goroutines; 0 means GOMAXPROCS.
+	Workers int
+	// Progress receives a live bar when ProgressBar is true (a terminal).
+	Progress    io.Writer
+	ProgressBar bool
+}
+
+// Result describes a finished conversion, for the summary line and tests.
+type Result struct {
+	Input, Output string
+	Format        Format
+	Architecture  string
+	Header        cflowfmt.Header
+	InputBytes    int64 // tensor bytes read from the checkpoint
+	OutputBytes   int64
+	Elapsed       time.Duration
+	Plan          *NUMAPlan
+}
+
+// Summary is the one line cflowc prints at the end: input and output bytes,
+// seconds and input throughput.
+func (r *Result) Summary() string {
+	s := r.Elapsed.Seconds()
+	return fmt.Sprintf("converted %s (%s) -> %s: %d input bytes, %d output bytes, %.2f s, %.2f GB/s input",
+		r.Input, r.Architecture, r.Output, r.InputBytes, r.OutputBytes, s, float64(r.InputBytes)/max(s, 1e-9)/1e9)
+}
+
+// Convert reads the checkpoint at input (an HF directory, a .safetensors
+// file beside its config.json, or a llama2.c .bin) and writes output, whose
+// extension picks the format. Every check that can fail before writing runs
+// before the output is created; after that, any error leaves no file.
+func Convert(ctx context.Context, input, output string, opt Options) (*Result, error) {
+	start := time.Now()
+	format, err := FormatOf(output)
+	if err != nil {
+		return nil, err
+	}
+	if !opt.Quant.Valid() {
+		return nil, fmt.Errorf("unknown quant type %d", opt.Quant)
+	}
+	nodes := opt.NUMANodes
+	if nodes == 0 {
+		nodes = DefaultNUMANodes()
+	}
+	if nodes < 1 || nodes > 1024 {
+		return nil, fmt.Errorf("--numa-nodes %d outside 1..1024", nodes)
+	}
+	c, err := openCheckpoint(input)
+	if err != nil {
+		return nil, err
+	}
+	defer c.close()
+	s, err := buildSpec(c, opt.Model, opt.Quant)
+	if err != nil {
+		return nil, err
+	}
+	pl := &planner{s: s, nodes: nodes}
+
+	// Pass 1: resolve and shape-check every tensor, build the NUMA plan,
+	// find each tensor's last use and count the input bytes.
+	rec := &NUMAPlan{Version: 1, Nodes: nodes}
+	lastUse := map[*tensor]int{}
+	var inBytes int64
+	ly := &layouter{c: c, s: s, pl: pl, nm: naming{mixtral: s.p.mixtral}, rec: rec}
+	ly.visit = func(o *op) error {
+		switch o.kind {
+		case opTile:
+			lastUse[o.t] = o.seq
+			inBytes += int64(o.th.Rows) * int64(o.th.Cols) * int64(o.t.dt.size())
+		case opNorm:
+			lastUse[o.t] = o.seq
+			inBytes += o.t.bytes()
+		}
+		return nil
+	}
+	if err := ly.run(); err != nil {
+		return nil, err
+	}
+	pj, err := json.Marshal(rec)
+	if err != nil {
+		return nil, err
+	}
+	s.md.SetBytes(cflowfmt.KeyNUMAPlan, pj)
+
+	// Pass 2: the real thing.
+	w, err := createWriter(format, output, s)
+	if err != nil {
+		return nil, err
+	}
+	prog := newProgress(opt.Progress, opt.ProgressBar, inBytes)
+	workers := opt.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	em := &emitter{
+		ly:       &layouter{c: c, s: s, pl: pl, nm: ly.nm},
+		w:        w,
+		workers:  workers,
+		window:   8 * workers,
+		lastUse:  lastUse,
+		progress: prog.add,
+	}
+	if err := em.run(ctx); err != nil {
+		w.Abort()
+		prog.finish()
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		prog.finish()
+		return nil, err
+	}
+	prog.finish()
+	st, err := os.Stat(output)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Input: input, Output: output, Format: format, Architecture: s.p.name, Header: s.h,
+		InputBytes: inBytes, OutputBytes: st.Size(), Elapsed: time.Since(start), Plan: rec}, nil
+}

@@ -1,0 +1,152 @@
+package convert
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/cflow-dev/cflow/cflowfmt"
+)
+
+// Shard policies of the NUMA plan, after NUMA-Torch's NUMA-TP.
+const (
+	// PolicyColumn splits a matrix by output rows (Q/K/V by whole heads,
+	// gate/up by whole 128-row stripes); each node computes its own slice.
+	PolicyColumn = "column"
+	// PolicyRow splits by input columns matching the column-parallel slice
+	// that feeds it (O, down); partial sums are reduced once per block.
+	PolicyRow = "row"
+	// PolicyReplicated means every node reads the whole matrix: norms, the
+	// router, and K/V when there are fewer KV heads than nodes.
+	PolicyReplicated = "replicated"
+	// PolicyVocab splits the embedding and LM head by vocabulary rows.
+	PolicyVocab = "vocab"
+)
+
+// shard is the part of a matrix one node owns: rows [r0, r1) × cols [c0, c1).
+// node is -1 for a replicated matrix (one copy every node reads).
+type shard struct {
+	node           int
+	r0, r1, c0, c1 int
+}
+
+// planner decides, for every matrix, who owns what. All cuts depend only on
+// the geometry, so they are reproducible from the header alone.
+type planner struct {
+	s     *modelSpec
+	nodes int
+}
+
+// DefaultNUMANodes counts /sys/devices/system/node/node* directories, the
+// kernel's view of memory nodes; 1 when the directory is absent.
+func DefaultNUMANodes() int {
+	m, _ := filepath.Glob("/sys/devices/system/node/node[0-9]*")
+	n := 0
+	for _, p := range m {
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			n++
+		}
+	}
+	return max(1, n)
+}
+
+// cuts returns n+1 balanced cut points over [0, total) in units of unit:
+// node i owns [cut[i], cut[i+1]).
+func cuts(total, unit, n int) []int {
+	units := (total + unit - 1) / unit
+	c := make([]int, n+1)
+	for i := 0; i <= n; i++ {
+		c[i] = min(total, (i*units/n)*unit)
+	}
+	return c
+}
+
+// round32 moves interior cut points to multiples of the quant group so a
+// row-parallel shard never splits a scale group.
+func round32(c []int, total int) []int {
+	out := make([]int, len(c))
+	for i, x := range c {
+		switch {
+		case i == 0:
+			out[i] = 0
+		case i == len(c)-1:
+			out[i] = total
+		default:
+			out[i] = min(total, max(out[i-1], (x+16)/32*32))
+		}
+	}
+	return out
+}
+
+// headCuts returns the query-head and KV-head cut points and whether K/V
+// are split. K/V are split only when the nodes can share the KV heads
+// evenly; otherwise (fewer KV heads than nodes, as in multi-query
+// attention, or a count the nodes do not divide) they are replicated and
+// the query heads alone are balanced.
+func (p *planner) headCuts() (q, kv []int, kvSplit bool) {
+	H, Hkv, n := int(p.s.h.NumHeads), int(p.s.h.NumKVHeads), p.nodes
+	if Hkv%n == 0 {
+		// Split KV heads; each node takes the query heads that read them,
+		// so attention needs no cross-node KV traffic.
+		kv = cuts(Hkv, 1, n)
+		q = make([]int, n+1)
+		for i, c := range kv {
+			q[i] = c * (H / Hkv)
+		}
+		return q, kv, true
+	}
+	return cuts(H, 1, n), nil, false
+}
+
+// split returns matrix m's policy and shards (rows × cols is its shape).
+func (p *planner) split(l int, m cflowfmt.MatrixID, rows, cols int) (string, []shard) {
+	n := p.nodes
+	byRows := func(c []int) []shard {
+		var out []shard
+		for i := 0; i < n; i++ {
+			if c[i] < c[i+1] {
+				out = append(out, shard{i, c[i], c[i+1], 0, cols})
+			}
+		}
+		return out
+	}
+	byCols := func(c []int) []shard {
+		var out []shard
+		for i := 0; i < n; i++ {
+			if c[i] < c[i+1] {
+				out = append(out, shard{i, 0, rows, c[i], c[i+1]})
+			}
+		}
+		return out
+	}
+	scale := func(c []int, k int) []int {
+		out := make([]int, len(c))
+		for i, x := range c {
+			out[i] = x * k
+		}
+		return out
+	}
+	hd := p.s.headDim(l)
+	switch m {
+	case cflowfmt.MatQ:
+		q, _, _ := p.headCuts()
+		return PolicyColumn, byRows(scale(q, hd))
+	case cflowfmt.MatK, cflowfmt.MatV:
+		if _, kv, ok := p.headCuts(); ok {
+			return PolicyColumn, byRows(scale(kv, hd))
+		}
+	case cflowfmt.MatO:
+		q, _, _ := p.headCuts()
+		return PolicyRow, byCols(round32(scale(q, hd), cols))
+	case cflowfmt.MatGate, cflowfmt.MatUp:
+		return PolicyColumn, byRows(cuts(rows, tileRows, n))
+	case cflowfmt.MatDown:
+		return PolicyRow, byCols(cuts(cols, tileRows, n))
+	case cflowfmt.MatEmbed, cflowfmt.MatLMHead:
+		return PolicyVocab, byRows(cuts(rows, tileRows, n))
+	}
+	return PolicyReplicated, []shard{{-1, 0, rows, 0, cols}}
+}
+
+// experts returns the expert cut points: node i owns experts
+// [c[i], c[i+1]), whole experts in contiguous, balanced runs.
+func (p *planner) experts() []int { return cuts(int(p.s.h.NumExperts), 1, p.nodes) }

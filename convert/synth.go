@@ -1,0 +1,179 @@
+package convert
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Geometry is a Llama-shaped model size for synthetic checkpoints.
+type Geometry struct {
+	Hidden, Layers, FFN, Heads, KVHeads, Vocab int
+}
+
+// Geometries are the named sizes `cflowc dev synth --geometry` accepts:
+// "tinyllama" is TinyLlama-1.1B (2.2 GB in f16), the throughput benchmark;
+// "tiny" is for quick checks.
+var Geometries = map[string]Geometry{
+	"tinyllama": {Hidden: 2048, Layers: 22, FFN: 5632, Heads: 32, KVHeads: 4, Vocab: 32000},
+	"tiny":      {Hidden: 256, Layers: 2, FFN: 688, Heads: 8, KVHeads: 2, Vocab: 1000},
+}
+
+// SynthOptions describe a synthetic Llama checkpoint.
+type SynthOptions struct {
+	Geometry Geometry
+	DType    string // F16 (default), BF16 or F32
+	Seed     uint64
+	Shards   int // > 1 writes model-0000i-of-0000n.safetensors and an index
+}
+
+// Synthesize writes config.json and seeded random weights for an untied
+// LlamaForCausalLM into dir. Values are uniform-magnitude random numbers
+// in ±[2^-7, 2^-3) built directly from PRNG bits (norm weights near 1), so
+// gigabytes are produced at disk speed; they exercise conversion
+// throughput, not model quality.
+func Synthesize(dir string, o SynthOptions) error {
+	g := o.Geometry
+	if g.Hidden <= 0 || g.Layers <= 0 || g.Heads <= 0 || g.KVHeads <= 0 || g.Hidden%g.Heads != 0 || g.FFN <= 0 || g.Vocab <= 0 {
+		return fmt.Errorf("synth: bad geometry %+v", g)
+	}
+	dt := strings.ToUpper(o.DType)
+	if dt == "" {
+		dt = "F16"
+	}
+	if dt != "F16" && dt != "BF16" && dt != "F32" {
+		return fmt.Errorf("synth: dtype %q, want f16, bf16 or f32", o.DType)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	hd := g.Hidden / g.Heads
+	var ts []STTensor
+	add := func(name string, norm bool, shape ...int) {
+		seed := o.Seed ^ fnv64(name)
+		ts = append(ts, STTensor{Name: name, DType: dt, Shape: shape, Fill: func(w io.Writer) error {
+			n := 1
+			for _, s := range shape {
+				n *= s
+			}
+			return fillRandom(w, dt, n, seed, norm)
+		}})
+	}
+	add("model.embed_tokens.weight", false, g.Vocab, g.Hidden)
+	for l := 0; l < g.Layers; l++ {
+		p := fmt.Sprintf("model.layers.%d.", l)
+		add(p+"input_layernorm.weight", true, g.Hidden)
+		add(p+"self_attn.q_proj.weight", false, g.Heads*hd, g.Hidden)
+		add(p+"self_attn.k_proj.weight", false, g.KVHeads*hd, g.Hidden)
+		add(p+"self_attn.v_proj.weight", false, g.KVHeads*hd, g.Hidden)
+		add(p+"self_attn.o_proj.weight", false, g.Hidden, g.Heads*hd)
+		add(p+"post_attention_layernorm.weight", true, g.Hidden)
+		add(p+"mlp.gate_proj.weight", false, g.FFN, g.Hidden)
+		add(p+"mlp.up_proj.weight", false, g.FFN, g.Hidden)
+		add(p+"mlp.down_proj.weight", false, g.Hidden, g.FFN)
+	}
+	add("model.norm.weight", true, g.Hidden)
+	add("lm_head.weight", false, g.Vocab, g.Hidden)
+
+	torch := map[string]string{"F16": "float16", "BF16": "bfloat16", "F32": "float32"}[dt]
+	cfg := map[string]any{
+		"architectures": []string{"LlamaForCausalLM"}, "model_type": "llama",
+		"hidden_size": g.Hidden, "intermediate_size": g.FFN, "num_hidden_layers": g.Layers,
+		"num_attention_heads": g.Heads, "num_key_value_heads": g.KVHeads, "vocab_size": g.Vocab,
+		"max_position_embeddings": 2048, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+		"tie_word_embeddings": false, "hidden_act": "silu", "bos_token_id": 1, "eos_token_id": 2,
+		"torch_dtype": torch, "_name_or_path": fmt.Sprintf("synthetic-llama-seed%d", o.Seed),
+	}
+	cb, _ := json.MarshalIndent(cfg, "", "  ")
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), cb, 0o644); err != nil {
+		return err
+	}
+	shards := max(1, o.Shards)
+	if shards == 1 {
+		return WriteSafetensors(filepath.Join(dir, "model.safetensors"), ts)
+	}
+	wm := map[string]string{}
+	per := (len(ts) + shards - 1) / shards
+	for i := 0; i < shards; i++ {
+		part := ts[min(len(ts), i*per):min(len(ts), (i+1)*per)]
+		name := fmt.Sprintf("model-%05d-of-%05d.safetensors", i+1, shards)
+		for _, t := range part {
+			wm[t.Name] = name
+		}
+		if err := WriteSafetensors(filepath.Join(dir, name), part); err != nil {
+			return err
+		}
+	}
+	return writeIndex(dir, wm)
+}
+
+func fnv64(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
+// fillRandom streams n values: each 16-bit draw gives a sign, one of four
+// binades and 10 mantissa bits; norms draw around 1.
+func fillRandom(w io.Writer, dt string, n int, seed uint64, norm bool) error {
+	x := seed | 1
+	buf := make([]byte, 1<<20)
+	es := 2
+	if dt == "F32" {
+		es = 4
+	}
+	for n > 0 {
+		k := min(n, len(buf)/es)
+		b := buf[:k*es]
+		for i := 0; i < k; i += 4 {
+			// xorshift64*: one 64-bit draw, four values.
+			x ^= x >> 12
+			x ^= x << 25
+			x ^= x >> 27
+			r := x * 2685821657736338717
+			for j := 0; j < 4 && i+j < k; j++ {
+				v := uint16(r >> (16 * j))
+				var f float32
+				h := v&0x83ff | uint16(8+(v>>10)&3)<<10 // ±[2^-7, 2^-3)
+				if norm {
+					h = 0x3c00 | v&0x3ff // [1, 2)
+				}
+				switch dt {
+				case "F16":
+					binary.LittleEndian.PutUint16(b[2*(i+j):], h)
+					continue
+				}
+				f = f16LUT()[h]
+				if dt == "BF16" {
+					binary.LittleEndian.PutUint16(b[2*(i+j):], uint16(math.Float32bits(f)>>16))
+				} else {
+					binary.LittleEndian.PutUint32(b[4*(i+j):], math.Float32bits(f))
+				}
+			}
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		n -= k
+	}
+	return nil
+}
+
+// GeometryNames lists Geometries' keys for help text.
+func GeometryNames() []string {
+	var out []string
+	for k := range Geometries {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

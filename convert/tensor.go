@@ -1,0 +1,129 @@
+package convert
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/x448/float16"
+)
+
+// dtype is the element type of a checkpoint tensor; only the three the
+// issue names are accepted.
+type dtype uint8
+
+const (
+	dtF32 dtype = iota
+	dtF16
+	dtBF16
+)
+
+func (d dtype) size() int {
+	if d == dtF32 {
+		return 4
+	}
+	return 2
+}
+
+func (d dtype) String() string {
+	if int(d) < 3 {
+		return [...]string{"F32", "F16", "BF16"}[d]
+	}
+	return fmt.Sprintf("dtype(%d)", uint8(d))
+}
+
+// tensor is one weight of the checkpoint as a 2-D row-major view over the
+// mapping. 1-D tensors (norms) are one row. rowOf, when set, maps a
+// destination row to the stored row: llama2.c's q/k permutation is applied
+// on the fly instead of materialising a permuted copy.
+type tensor struct {
+	name  string
+	file  string
+	dt    dtype
+	shape []int
+	rows  int
+	cols  int
+	data  []byte
+	rowOf func(int) int
+	// unsupported, when set, says why the tensor cannot be converted
+	// (an integer dtype, a 3-D shape); it is an error only if used.
+	unsupported string
+}
+
+func newTensor(name, file string, dt dtype, shape []int, data []byte) (*tensor, error) {
+	t := &tensor{name: name, file: file, dt: dt, shape: shape, data: data}
+	switch len(shape) {
+	case 1:
+		t.rows, t.cols = 1, shape[0]
+	case 2:
+		t.rows, t.cols = shape[0], shape[1]
+	default:
+		return nil, fmt.Errorf("%s: tensor %s: shape %v is not 1-D or 2-D", file, name, shape)
+	}
+	if want := t.rows * t.cols * dt.size(); len(data) != want {
+		return nil, fmt.Errorf("%s: tensor %s: %d data bytes, shape %v of %s needs %d", file, name, len(data), shape, dt, want)
+	}
+	return t, nil
+}
+
+// bytes is the tensor's size in the checkpoint, for throughput accounting.
+func (t *tensor) bytes() int64 { return int64(len(t.data)) }
+
+var (
+	f16Once  sync.Once
+	f16Table *[1 << 16]float32
+)
+
+// f16LUT returns a 256 KiB table from f16 bits to f32. A lookup is several
+// times faster than float16.Float32's bit twiddling, and conversion is on the
+// critical path of every f16 checkpoint.
+func f16LUT() *[1 << 16]float32 {
+	f16Once.Do(func() {
+		var t [1 << 16]float32
+		for i := range t {
+			t[i] = float16.Frombits(uint16(i)).Float32()
+		}
+		f16Table = &t
+	})
+	return f16Table
+}
+
+// block converts rows [r0, r0+nr) × cols [c0, c0+nc) to f32 in dst with row
+// stride nc.
+func (t *tensor) block(dst []float32, r0, nr, c0, nc int) {
+	es := t.dt.size()
+	var lut *[1 << 16]float32
+	if t.dt == dtF16 {
+		lut = f16LUT()
+	}
+	for i := 0; i < nr; i++ {
+		r := r0 + i
+		if t.rowOf != nil {
+			r = t.rowOf(r)
+		}
+		src := t.data[(r*t.cols+c0)*es : (r*t.cols+c0+nc)*es]
+		out := dst[i*nc : i*nc+nc]
+		switch t.dt {
+		case dtF32:
+			for j := range out {
+				out[j] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*j:]))
+			}
+		case dtF16:
+			for j := range out {
+				out[j] = lut[binary.LittleEndian.Uint16(src[2*j:])]
+			}
+		case dtBF16:
+			for j := range out {
+				out[j] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(src[2*j:])) << 16)
+			}
+		}
+	}
+}
+
+// vector returns a 1-row tensor as f32 (norm weights).
+func (t *tensor) vector() []float32 {
+	v := make([]float32, t.rows*t.cols)
+	t.block(v, 0, t.rows, 0, t.cols)
+	return v
+}
