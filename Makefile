@@ -25,5 +25,9 @@ fuzz-short:
 # The README's test command; .ci/run calls exactly this.
 test: vet test-unit test-noasm fuzz-short
 
+# cflowc vs llama.cpp decode on the same Q4_0 weights (bench/side-by-side.sh).
+bench:
+	./bench/side-by-side.sh
+
 clean:
 	rm -rf bin out .demo

@@ -1,0 +1,81 @@
+package bench
+
+import (
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/cflowfmt/fmttest"
+	"github.com/cflow-dev/cflow/quant"
+)
+
+// Run's bytes per token must be exactly the weights a dense llama token
+// reads, computed here from the tiles the generator wrote (not from the
+// runtime): every matrix tile outside the embedding, plus one embedding
+// row. Its derived figures must follow from the measured ones.
+func TestRunAccountsBytesPerToken(t *testing.T) {
+	h := cflowfmt.Header{Version: cflowfmt.Version, HiddenSize: 96, IntermediateSize: 200, VocabSize: 300,
+		NumLayers: 2, MaxSeqLen: 32, NumHeads: 4, NumKVHeads: 2, HeadDim: 24, TileRows: 64, TileCols: 96,
+		QuantType: quant.Q4_0, CombineStyle: cflowfmt.PreNorm}
+	md := cflowfmt.NewMetadata()
+	md.SetF32(cflowfmt.KeyRMSEps, 1e-5)
+	path := filepath.Join(t.TempDir(), "m.cflow")
+	written, err := fmttest.WriteCflow(path, &fmttest.Spec{Header: h, Meta: md, Seed: 3}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want int64
+	for _, tl := range written {
+		switch m := tl.TH.Matrix; {
+		case m.IsNorm():
+		case m == cflowfmt.MatEmbed:
+			if tl.TH.RowOffset == 0 {
+				want += int64(tl.T.Type.ScaleBytes(1, tl.T.Cols) + tl.T.Type.DataBytes(1, tl.T.Cols))
+			}
+		default:
+			want += int64(cflowfmt.TileSize(tl.T.Type, tl.T.Rows, tl.T.Cols))
+		}
+	}
+	f, err := cflowfmt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := Run(f.Model, Config{Threads: 2, Tokens: 8, Runs: 3, Warmup: 2, ProbeBytes: 1 << 20, ProbeRuns: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.BytesPerToken != float64(want) {
+		t.Errorf("bytes per token %v, want %d", r.BytesPerToken, want)
+	}
+	if len(r.Runs) != 3 || r.DecodeTokS != median(r.Runs) || r.DecodeTokS <= 0 {
+		t.Errorf("runs %v, median %v", r.Runs, r.DecodeTokS)
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Abs(b) }
+	if !near(r.GBs, r.DecodeTokS*r.BytesPerToken/1e9) || !near(r.RooflineFrac, r.GBs/r.RooflineGBs) ||
+		!near(r.RooflineTokS, r.RooflineGBs*1e9/r.BytesPerToken) {
+		t.Errorf("derived figures inconsistent: %+v", r)
+	}
+	if r.Threads != 2 || r.Quant != "q4_0" || r.Kernel == "" {
+		t.Errorf("labels: %+v", r)
+	}
+}
+
+func TestRunRefusesMoreTokensThanContext(t *testing.T) {
+	h := cflowfmt.Header{Version: cflowfmt.Version, HiddenSize: 32, IntermediateSize: 32, VocabSize: 10,
+		NumLayers: 1, MaxSeqLen: 4, NumHeads: 1, NumKVHeads: 1, HeadDim: 32, TileRows: 32, TileCols: 32,
+		QuantType: quant.F32, CombineStyle: cflowfmt.PreNorm}
+	path := filepath.Join(t.TempDir(), "m.cflow")
+	if _, err := fmttest.WriteCflow(path, &fmttest.Spec{Header: h, Meta: cflowfmt.NewMetadata(), Seed: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := cflowfmt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := Run(f.Model, Config{Tokens: 5}); err == nil {
+		t.Error("5 tokens on a 4-position model: no error")
+	}
+}

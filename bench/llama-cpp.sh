@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Fetch and build llama.cpp (the peer engine for `make bench`) from the
+# source bundle that node-llama-cpp@3.21.1 ships on npm. Idempotent: every
+# step is skipped when its output already exists.
+#
+# Outputs (all gitignored):
+#   bench/node_modules/            npm install of node-llama-cpp
+#   bench/llama.cpp/               git clone of its gitRelease.bundle
+#   bench/llama.cpp/build/bin/     llama-bench and a greedy-generation CLI
+#
+# Environment: JOBS (default 2) build parallelism; NICE (default 19).
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+cd "$here"
+jobs="${JOBS:-2}"
+nicev="${NICE:-19}"
+version="3.21.1"
+
+need() { command -v "$1" >/dev/null || { echo "llama-cpp.sh: $1 not found ($2)" >&2; exit 1; }; }
+need npm "apt-get install -y npm"
+need git "apt-get install -y git"
+need cmake "apt-get install -y cmake"
+need c++ "apt-get install -y g++"
+
+bundle="node_modules/node-llama-cpp/llama/gitRelease.bundle"
+if [ ! -f "$bundle" ]; then
+	[ -f package.json ] || echo '{"private": true}' > package.json
+	nice -n "$nicev" npm i -E --no-audit --no-fund "node-llama-cpp@$version"
+fi
+
+if [ ! -d llama.cpp/.git ]; then
+	rm -rf llama.cpp
+	git clone -q "$bundle" llama.cpp
+fi
+
+# Targets: llama-bench for timing; llama-simple (greedy sampler, prompt
+# text) and, when present, llama-cli. Only targets that exist are built.
+bin="llama.cpp/build/bin"
+if [ ! -x "$bin/llama-bench" ] || [ ! -x "$bin/llama-simple" ]; then
+	nice -n "$nicev" cmake -S llama.cpp -B llama.cpp/build \
+		-DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
+		-DGGML_CUDA=OFF -DGGML_VULKAN=OFF -DGGML_METAL=OFF -DGGML_OPENMP=ON \
+		-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DBUILD_SHARED_LIBS=OFF
+	nice -n "$nicev" cmake --build llama.cpp/build --config Release -j "$jobs" \
+		--target llama-bench llama-simple
+fi
+ls -l "$bin/llama-bench" "$bin/llama-simple"

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# cflowc vs llama.cpp decode on the same weights, same thread counts, runs
+# interleaved (`make bench`). Steps, each skipped when its output exists:
+#   1. build cflowc                     → bench/out/cflowc
+#   2. build llama.cpp (llama-cpp.sh)   → bench/llama.cpp/build/bin/llama-bench
+#   3. synthesize a seeded TinyLlama-1.1B-geometry f16 checkpoint
+#   4. convert it to Q4_0 .cflow, export that to GGUF (identical Q4_0 blocks)
+#   5. ROUNDS × for each thread count: llama-bench -p 0 -n TOKENS -t T, then
+#      cflowc bench --threads T --tokens TOKENS; each reports its median
+#   6. print the table: median over rounds per engine, their ratio, and the
+#      cflowc read-bandwidth roofline measured in the same invocation
+# Environment: THREADS ("1 2"), TOKENS (64), RUNS (5 per invocation),
+# ROUNDS (3), GEOMETRY (tinyllama), OUT (bench/out), MODEL (an existing
+# .cflow to use instead of steps 3–4). Raw results: OUT/results.jsonl.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+out="${OUT:-$here/out}"
+threads="${THREADS:-1 2}"
+tokens="${TOKENS:-64}"
+runs="${RUNS:-5}"
+rounds="${ROUNDS:-3}"
+geometry="${GEOMETRY:-tinyllama}"
+mkdir -p "$out"
+
+cflowc="$out/cflowc"
+(cd "$root" && go build -o "$cflowc" ./cmd/cflowc)
+
+llama_bench="$here/llama.cpp/build/bin/llama-bench"
+[ -x "$llama_bench" ] || "$here/llama-cpp.sh"
+
+if [ -n "${MODEL:-}" ]; then
+	cflow="$MODEL"
+else
+	ckpt="$out/$geometry-f16"
+	cflow="$out/$geometry-q4_0.cflow"
+	if [ ! -f "$ckpt/config.json" ]; then
+		"$cflowc" dev synth --geometry "$geometry" -o "$ckpt"
+	fi
+	[ -f "$cflow" ] || "$cflowc" convert --quant q4_0 "$ckpt" -o "$cflow"
+fi
+gguf="${cflow%.cflow}.gguf"
+if [ ! -f "$gguf" ] || [ "$gguf" -ot "$cflow" ]; then
+	"$cflowc" export gguf "$cflow" -o "$gguf"
+fi
+
+res="$out/results.jsonl"
+: > "$res"
+echo "model: $cflow ($(du -h "$cflow" | cut -f1)), gguf: $gguf"
+echo "$rounds rounds × threads {$threads}: llama-bench -p 0 -n $tokens -r $runs; cflowc bench --tokens $tokens --runs $runs"
+for round in $(seq 1 "$rounds"); do
+	for t in $threads; do
+		ll=$("$llama_bench" -m "$gguf" -p 0 -n "$tokens" -r "$runs" -t "$t" -o json 2>/dev/null)
+		python3 -c 'import json,sys,statistics as s
+r=json.loads(sys.argv[1])[0]
+print(json.dumps({"engine":"llama.cpp","round":int(sys.argv[2]),"threads":r["n_threads"],"tok_s":s.median(r["samples_ts"])}))' "$ll" "$round" >> "$res"
+		cf=$("$cflowc" bench --threads "$t" --tokens "$tokens" --runs "$runs" --json "$cflow")
+		python3 -c 'import json,sys
+r=json.loads(sys.argv[1])
+print(json.dumps({"engine":"cflowc","round":int(sys.argv[2]),"threads":r["threads"],"tok_s":r["decode_tok_s"],
+ "gb_s":r["gb_s"],"roofline_gb_s":r["roofline_gb_s"],"roofline_tok_s":r["roofline_tok_s"],
+ "roofline_fraction":r["roofline_fraction"],"bytes_per_token":r["bytes_per_token"],"kernel":r["kernel"]}))' "$cf" "$round" >> "$res"
+		echo "round $round, $t thread(s): done" >&2
+	done
+done
+
+python3 - "$res" <<'PY'
+import json, sys, statistics as s
+rows = [json.loads(l) for l in open(sys.argv[1])]
+def med(engine, t, key="tok_s"):
+    v = [r[key] for r in rows if r["engine"] == engine and r["threads"] == t]
+    return s.median(v) if v else float("nan")
+ts = sorted({r["threads"] for r in rows})
+cf = [r for r in rows if r["engine"] == "cflowc"]
+print()
+print(f"cflowc kernel {cf[0]['kernel']}, {cf[0]['bytes_per_token']/1e6:.1f} MB of weights per token; medians over {max(r['round'] for r in rows)} interleaved rounds")
+print()
+print("| threads | llama.cpp tok/s | cflowc tok/s | cflowc / llama.cpp | read probe GB/s | roofline tok/s | cflowc GB/s | roofline fraction |")
+print("|--:|--:|--:|--:|--:|--:|--:|--:|")
+for t in ts:
+    l, c = med("llama.cpp", t), med("cflowc", t)
+    print(f"| {t} | {l:.2f} | {c:.2f} | {c/l:.2f}× | {med('cflowc', t, 'roofline_gb_s'):.1f} | "
+          f"{med('cflowc', t, 'roofline_tok_s'):.1f} | {med('cflowc', t, 'gb_s'):.1f} | {100*med('cflowc', t, 'roofline_fraction'):.0f}% |")
+PY
+echo
+echo "raw results: $res"

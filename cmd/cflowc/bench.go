@@ -1,0 +1,82 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	goruntime "runtime"
+	"strings"
+
+	"github.com/cflow-dev/cflow/bench"
+	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/urfave/cli/v2"
+)
+
+func init() {
+	commands = append(commands, &cli.Command{
+		Name:      "bench",
+		Usage:     "decode tok/s, weight bytes per token, effective GB/s and the read-bandwidth roofline",
+		ArgsUsage: "FILE.cflow",
+		Description: "After --warmup untimed tokens, decodes --tokens tokens --runs times from an empty KV cache\n" +
+			"(BOS, then seeded random tokens, as llama-bench's tg test) and reports the median tok/s.\n" +
+			"Then reads a --probe-mib buffer with the same thread count (median of --probe-runs passes):\n" +
+			"roofline tok/s = probe GB/s ÷ bytes per token; roofline fraction = effective GB/s ÷ probe GB/s.",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: 1, Usage: "decode and probe threads"},
+			&cli.IntFlag{Name: "tokens", Aliases: []string{"n"}, Value: 64, Usage: "decode tokens per run"},
+			&cli.IntFlag{Name: "runs", Aliases: []string{"r"}, Value: 5, Usage: "timed runs (median reported)"},
+			&cli.IntFlag{Name: "warmup", Value: 16, Usage: "untimed warm-up tokens"},
+			&cli.IntFlag{Name: "probe-mib", Value: bench.ProbeBytes >> 20, Usage: "probe buffer size in MiB (larger than the LLC)"},
+			&cli.IntFlag{Name: "probe-runs", Value: 5, Usage: "probe passes (median reported)"},
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
+		},
+		Action: runBench,
+	})
+}
+
+func runBench(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return cli.Exit("bench: give one FILE.cflow", exitUsage)
+	}
+	in := c.Args().First()
+	if strings.HasSuffix(in, ".vflow") {
+		return cli.Exit("bench: .vflow input is not supported yet", exitUsage)
+	}
+	if c.Int("threads") < 1 || c.Int("tokens") < 1 || c.Int("runs") < 1 || c.Int("probe-mib") < 1 {
+		return cli.Exit("bench: --threads, --tokens, --runs and --probe-mib must be ≥ 1", exitUsage)
+	}
+	f, err := cflowfmt.Open(in)
+	if err != nil {
+		return cli.Exit(err.Error(), exitUsage)
+	}
+	defer f.Close()
+	if t := c.Int("threads"); t > goruntime.GOMAXPROCS(0) {
+		fmt.Fprintf(os.Stderr, "note: %d threads on GOMAXPROCS %d; raising GOMAXPROCS\n", t, goruntime.GOMAXPROCS(0))
+		goruntime.GOMAXPROCS(t)
+	}
+	r, err := bench.Run(f.Model, bench.Config{
+		Threads: c.Int("threads"), Tokens: c.Int("tokens"), Runs: c.Int("runs"), Warmup: c.Int("warmup"),
+		ProbeBytes: int64(c.Int("probe-mib")) << 20, ProbeRuns: c.Int("probe-runs"), Seed: 1,
+	})
+	if err != nil {
+		return cli.Exit(err.Error(), exitError)
+	}
+	if c.Bool("json") {
+		return json.NewEncoder(os.Stdout).Encode(r)
+	}
+	fmt.Printf("%s (%s, kernel %s), %d threads, %d tokens × %d runs\n", r.Model, r.Quant, r.Kernel, r.Threads, r.Tokens, len(r.Runs))
+	fmt.Printf("decode        %8.2f tok/s (median; runs %s)\n", r.DecodeTokS, benchList(r.Runs))
+	fmt.Printf("weights read  %8.1f MB/token\n", r.BytesPerToken/1e6)
+	fmt.Printf("effective     %8.2f GB/s\n", r.GBs)
+	fmt.Printf("read probe    %8.2f GB/s (median; passes %s)\n", r.RooflineGBs, benchList(r.ProbeRuns))
+	fmt.Printf("roofline      %8.2f tok/s; reached %.1f%%\n", r.RooflineTokS, 100*r.RooflineFrac)
+	return nil
+}
+
+func benchList(xs []float64) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprintf("%.2f", x)
+	}
+	return strings.Join(s, " ")
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/gguf"
+	"github.com/urfave/cli/v2"
+)
+
+func init() {
+	commands = append(commands, &cli.Command{
+		Name:  "export",
+		Usage: "write a model in another engine's format (for side-by-side comparisons)",
+		Subcommands: []*cli.Command{{
+			Name:      "gguf",
+			Usage:     "GGUF v3 for llama.cpp (llama/mixtral), same weights and types",
+			ArgsUsage: "FILE.cflow -o OUT.gguf",
+			Description: "Q4_0/Q8_0 blocks are copied from the tiles (no requantization), q/k rows are\n" +
+				"permuted to GGUF's adjacent-pair RoPE order, norms and router stay F32. Matrices whose\n" +
+				"row length is not a multiple of 32 are written as F32 holding the dequantized values\n" +
+				"(ggml blocks cannot be padded). The tokenizer is a placeholder: token i is the piece\n" +
+				"\"[i]\", so llama.cpp prompts and outputs are token ids, not text.",
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "output .gguf path"},
+				&cli.BoolFlag{Name: "f32", Usage: "write every matrix as F32 (dequantized)"},
+				&cli.StringFlag{Name: "name", Usage: "general.name (default: the model's name)"},
+			},
+			Action: runExportGGUF,
+		}},
+	})
+}
+
+func runExportGGUF(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return cli.Exit("export gguf: give one FILE.cflow and -o OUT.gguf", exitUsage)
+	}
+	in := c.Args().First()
+	if strings.HasSuffix(in, ".vflow") {
+		return cli.Exit("export gguf: .vflow input is not supported yet; export the .cflow", exitUsage)
+	}
+	f, err := cflowfmt.Open(in)
+	if err != nil {
+		return cli.Exit(err.Error(), exitUsage)
+	}
+	defer f.Close()
+	m := f.Model
+	if err := gguf.Supported(m); err != nil {
+		return cli.Exit(err.Error(), exitUsage)
+	}
+	opt := gguf.Options{F32: c.Bool("f32"), Name: c.String("name")}
+	if !opt.F32 {
+		for _, name := range gguf.Padded(m) {
+			fmt.Fprintf(os.Stderr, "note: %s row length is not a multiple of 32; written as F32 (dequantized)\n", name)
+		}
+	}
+	out := c.String("output")
+	if err := gguf.Write(m, out, opt); err != nil {
+		return cli.Exit(err.Error(), exitError)
+	}
+	st, err := os.Stat(out)
+	if err != nil {
+		return cli.Exit(err.Error(), exitError)
+	}
+	fmt.Printf("wrote %s (%.1f MiB)\n", out, float64(st.Size())/(1<<20))
+	return nil
+}
