@@ -38,11 +38,11 @@ else
 	if [ ! -f "$ckpt/config.json" ]; then
 		"$cflowc" dev synth --geometry "$geometry" -o "$ckpt"
 	fi
-	[ -f "$cflow" ] || "$cflowc" convert --quant q4_0 "$ckpt" -o "$cflow"
+	[ -f "$cflow" ] || "$cflowc" convert --quant q4_0 -o "$cflow" "$ckpt"
 fi
 gguf="${cflow%.cflow}.gguf"
 if [ ! -f "$gguf" ] || [ "$gguf" -ot "$cflow" ]; then
-	"$cflowc" export gguf "$cflow" -o "$gguf"
+	"$cflowc" export gguf -o "$gguf" "$cflow"
 fi
 
 res="$out/results.jsonl"

@@ -17,7 +17,7 @@ func init() {
 		Subcommands: []*cli.Command{{
 			Name:      "gguf",
 			Usage:     "GGUF v3 for llama.cpp (llama/mixtral), same weights and types",
-			ArgsUsage: "FILE.cflow -o OUT.gguf",
+			ArgsUsage: "-o OUT.gguf FILE.cflow",
 			Description: "Q4_0/Q8_0 blocks are copied from the tiles (no requantization), q/k rows are\n" +
 				"permuted to GGUF's adjacent-pair RoPE order, norms and router stay F32. Matrices whose\n" +
 				"row length is not a multiple of 32 are written as F32 holding the dequantized values\n" +
@@ -35,7 +35,7 @@ func init() {
 
 func runExportGGUF(c *cli.Context) error {
 	if c.NArg() != 1 {
-		return cli.Exit("export gguf: give one FILE.cflow and -o OUT.gguf", exitUsage)
+		return cli.Exit("export gguf: give -o OUT.gguf and one FILE.cflow (flags first)", exitUsage)
 	}
 	in := c.Args().First()
 	if strings.HasSuffix(in, ".vflow") {
