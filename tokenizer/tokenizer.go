@@ -1,0 +1,96 @@
+// Package tokenizer turns text into token ids and back for the tokenizers
+// that travel inside a model file (metadata tokenizer.kind/tokenizer.data):
+// byte-level, llama2.c/SentencePiece score tables, and HF tokenizer.json
+// BPE (GPT-2 byte-level or SentencePiece-style with byte fallback). A file
+// without a tokenizer has none, and callers must take token ids instead.
+package tokenizer
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cflow-dev/cflow/cflowfmt"
+)
+
+// Tokenizer encodes a prompt and decodes generated ids piece by piece.
+type Tokenizer interface {
+	// Kind is the tokenizer.kind this was built from.
+	Kind() string
+	// Encode tokenizes text without adding BOS.
+	Encode(text string) ([]int, error)
+	// Piece returns the bytes id stands for when it follows prev (−1 at
+	// the start); special tokens give none. Bytes may be partial UTF-8.
+	Piece(prev, id int) []byte
+	// BOS and EOS are the special ids, −1 when the tokenizer has none.
+	BOS() int
+	EOS() int
+}
+
+// ErrNoTokenizer means the file carries no tokenizer: only token ids can
+// be fed.
+var ErrNoTokenizer = errors.New("the model file has no tokenizer")
+
+// FromMetadata builds the file's tokenizer. vocab is the model's vocabulary
+// size; ids the tokenizer produces must fit it.
+func FromMetadata(md *cflowfmt.Metadata, vocab int) (Tokenizer, error) {
+	kind := md.String(cflowfmt.KeyTokenizerKind, "")
+	data := md.Bytes(cflowfmt.KeyTokenizerData)
+	bos := specialID(md, cflowfmt.KeyBOS, vocab)
+	eos := specialID(md, cflowfmt.KeyEOS, vocab)
+	switch kind {
+	case "":
+		return nil, ErrNoTokenizer
+	case "byte":
+		if vocab < 256 {
+			return nil, fmt.Errorf("byte tokenizer needs a vocabulary of at least 256, model has %d", vocab)
+		}
+		return &Byte{bos: bos, eos: eos}, nil
+	case "llama2c":
+		return NewLlama2c(data, vocab, bos, eos)
+	case "hf-bpe", "gpt2":
+		if len(data) == 0 {
+			return nil, fmt.Errorf("tokenizer %q has no data in the file (this build embeds no GPT-2 vocabulary); use --prompt-ids", kind)
+		}
+		return NewHFBPE(data, vocab, bos, eos)
+	}
+	return nil, fmt.Errorf("unknown tokenizer kind %q", kind)
+}
+
+func specialID(md *cflowfmt.Metadata, key string, vocab int) int {
+	const none = ^uint32(0)
+	v := md.U32(key, none)
+	if v == none || int64(v) >= int64(vocab) {
+		return -1
+	}
+	return int(v)
+}
+
+// Byte is the byte-level tokenizer: ids 0–255 are the bytes themselves;
+// BOS and EOS (from metadata) sit above them.
+type Byte struct{ bos, eos int }
+
+// Kind implements Tokenizer.
+func (b *Byte) Kind() string { return "byte" }
+
+// Encode returns the UTF-8 bytes of text as ids.
+func (b *Byte) Encode(text string) ([]int, error) {
+	ids := make([]int, len(text))
+	for i := 0; i < len(text); i++ {
+		ids[i] = int(text[i])
+	}
+	return ids, nil
+}
+
+// Piece returns the byte of a byte id and nothing for special ids.
+func (b *Byte) Piece(_, id int) []byte {
+	if id >= 0 && id < 256 {
+		return []byte{byte(id)}
+	}
+	return nil
+}
+
+// BOS implements Tokenizer.
+func (b *Byte) BOS() int { return b.bos }
+
+// EOS implements Tokenizer.
+func (b *Byte) EOS() int { return b.eos }
