@@ -16,6 +16,7 @@ type kernel struct {
 	q4       dotFunc
 	q8       dotFunc
 	fallback *kernel
+	quantize func(v *Vec, groups int) // nil: Vec.quantizeGo
 }
 
 // dotFunc adds one tile's product into y; Dot has checked the geometry.

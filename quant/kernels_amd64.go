@@ -34,6 +34,9 @@ func q8f512(sc, data *byte, rows, groups int, x, y *float32, kg int)
 func q4vnni512(sc, data *byte, rows, groups int, xl, xh *int8, c4 *int32, dx, y *float32, k0, k1, kg int)
 
 //go:noescape
+func quantize512(x *float32, groups int, q8, xl, xh *int8, dx *float32, c4, c8 *int32)
+
+//go:noescape
 func q8vnni512(sc, data *byte, rows, groups int, x8 *int8, c8 *int32, dx, y *float32, k0, k1, k2, k3, kg int)
 
 func registerKernels() {
@@ -50,7 +53,7 @@ func registerKernels() {
 	kernels = append(kernels, avx512)
 	if c.Supports(cpuid.AVX512VNNI) {
 		kernels = append(kernels, &kernel{name: "vnni", int8: true, f32: dotF32AVX512,
-			q4: dotQ4VNNI512, q8: dotQ8VNNI512, fallback: avx512})
+			q4: dotQ4VNNI512, q8: dotQ8VNNI512, fallback: avx512, quantize: quantizeVNNI})
 	}
 }
 
@@ -96,4 +99,10 @@ func dotQ8VNNI512(t *Tile, x *Vec, col int, y []float32) {
 	m := func(b int) int { return lowBits(8 * min(max(g-2*b, 0), 2)) }
 	q8vnni512(&t.Scales[0], &t.Data[0], t.Rows, g, &x.q8[g0*GroupSize], &x.c8[g0*8], &x.dx[g0], &y[0],
 		m(0), m(1), m(2), m(3), lowBits(g))
+}
+
+func quantizeVNNI(v *Vec, g int) {
+	if g > 0 {
+		quantize512(&v.x[0], g, &v.q8[0], &v.xl[0], &v.xh[0], &v.dx[0], &v.c4[0], &v.c8[0])
+	}
 }

@@ -368,3 +368,28 @@ func TestDotRejectsBadColumns(t *testing.T) {
 		}()
 	}
 }
+
+// TestQuantizeAsmMatchesGo pins each path's activation quantizer to the Go
+// definition, byte for byte.
+func TestQuantizeAsmMatchesGo(t *testing.T) {
+	withKernel(t, func(t *testing.T, name string) {
+		if active.quantize == nil {
+			t.Skip("path quantizes in Go (or not at all)")
+		}
+		rng := rand.New(rand.NewPCG(15, 16))
+		for range 50 {
+			x := randActivation(rng, 0, 1+rng.IntN(3000))
+			if rng.IntN(3) == 0 {
+				x[rng.IntN(len(x))] = 1e-40 // subnormal
+			}
+			a, b := NewVec(len(x)), NewVec(len(x))
+			a.Set(x)
+			b.Set(x)
+			b.quantizeGo(Groups(len(x)))
+			if !slices.Equal(a.q8, b.q8) || !slices.Equal(a.xl, b.xl) || !slices.Equal(a.xh, b.xh) ||
+				!slices.Equal(a.dx, b.dx) || !slices.Equal(a.c4, b.c4) || !slices.Equal(a.c8, b.c8) {
+				t.Fatalf("%s quantizer differs from quantizeGo for n=%d", name, len(x))
+			}
+		}
+	})
+}

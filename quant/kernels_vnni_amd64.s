@@ -197,3 +197,89 @@ q8vnnisum:
 	JNZ    q8vnnirow
 	VZEROUPPER
 	RET
+
+// func quantize512(x *float32, groups int, q8, xl, xh *int8, dx *float32, c4, c8 *int32)
+//
+// Vec.quantizeGo's arithmetic, 32 values at a time: d = max|x|/127,
+// q = round-to-even(x/d) (VCVTPS2DQ under the default rounding mode), and the c4/c8 bias lanes from VPDPBUSD
+// against a vector of ones (each lane sums four q).
+TEXT ·quantize512(SB), NOSPLIT, $0-64
+	MOVQ         x+0(FP), SI
+	MOVQ         groups+8(FP), CX
+	MOVQ         q8+16(FP), DI
+	MOVQ         xl+24(FP), R8
+	MOVQ         xh+32(FP), R9
+	MOVQ         dx+40(FP), R10
+	MOVQ         c4+48(FP), R11
+	MOVQ         c8+56(FP), R12
+	MOVL         $0x7fffffff, AX
+	VPBROADCASTD AX, Z31           // |·| mask
+	MOVL         $0x01010101, AX
+	VPBROADCASTD AX, Y30           // unsigned ones
+	MOVL         $127, AX
+	VCVTSI2SSL   AX, X29, X29      // 127.0
+	TESTQ        CX, CX
+	JZ           qdone
+
+qloop:
+	VMOVUPS     (SI), Z0
+	VMOVUPS     64(SI), Z1
+	VPANDD      Z31, Z0, Z2
+	VPANDD      Z31, Z1, Z3
+	VMAXPS      Z3, Z2, Z2
+	VEXTRACTF64X4 $1, Z2, Y3
+	VMAXPS      Y3, Y2, Y2
+	VEXTRACTF128 $1, Y2, X3
+	VMAXPS      X3, X2, X2
+	VPERMILPS   $0x4e, X2, X3
+	VMAXPS      X3, X2, X2
+	VPERMILPS   $0xb1, X2, X3
+	VMAXSS      X3, X2, X2         // X2 = max|x|
+	VDIVSS      X29, X2, X4        // d = max/127
+	VMOVSS      X4, (R10)
+	VXORPS      X5, X5, X5
+	VUCOMISS    X5, X4
+	JEQ         qzero
+	VBROADCASTSS X4, Z5
+	VDIVPS      Z5, Z0, Z0
+	VDIVPS      Z5, Z1, Z1
+	VCVTPS2DQ   Z0, Z0
+	VCVTPS2DQ   Z1, Z1
+	VPMOVSDB    Z0, X6
+	VPMOVSDB    Z1, X7
+	JMP         qstore
+
+qzero:
+	VPXOR X6, X6, X6
+	VPXOR X7, X7, X7
+
+qstore:
+	VMOVDQU       X6, (DI)
+	VMOVDQU       X7, 16(DI)
+	VMOVDQU       X6, (R8)
+	VMOVDQU       X7, (R9)
+	VINSERTI128   $1, X7, Y6, Y6   // the group's 32 q
+	VPXOR         Y8, Y8, Y8
+	VPDPBUSD      Y6, Y30, Y8      // Y8[l] = Σ q[4l..4l+3]
+	VPSLLD        $7, Y8, Y9
+	VPXOR         Y10, Y10, Y10
+	VPSUBD        Y9, Y10, Y9      // −128·Σ
+	VMOVDQU       Y9, (R12)
+	VEXTRACTI128  $1, Y8, X9
+	VPADDD        X9, X8, X8       // Σ over lane l of both halves
+	VPSLLD        $3, X8, X8
+	VPSUBD        X8, X10, X8      // −8·Σ
+	VMOVDQU       X8, (R11)
+	SUBQ          $-128, SI
+	ADDQ          $32, DI
+	ADDQ          $16, R8
+	ADDQ          $16, R9
+	ADDQ          $4, R10
+	ADDQ          $16, R11
+	ADDQ          $32, R12
+	DECQ          CX
+	JNZ           qloop
+
+qdone:
+	VZEROUPPER
+	RET

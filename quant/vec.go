@@ -85,29 +85,53 @@ func (v *Vec) Set(x []float32) {
 	}
 }
 
-// quantize fills the int8 views. Group i's bytes are q8[32i:32i+32]; xl and
+// quantize fills the int8 views, in assembly when the path has it: per
+// group d = max|x|/127 and q = round-half-even(x/d) in f32, so |x − d·q| ≤
+// d/2. A group whose d underflows to 0 (every |x| < 2e-43) quantizes to 0.
+func (v *Vec) quantize() {
+	g := Groups(v.n)
+	if active.quantize != nil {
+		active.quantize(v, g)
+	} else {
+		v.quantizeGo(g)
+	}
+	// Groups a previous, longer Set quantized must read as zero again.
+	og := max(v.qhi, g)
+	v.qhi = g
+	clear(v.q8[g*GroupSize : og*GroupSize])
+	clear(v.xl[g*16 : og*16])
+	clear(v.xh[g*16 : og*16])
+	clear(v.dx[g:og])
+	clear(v.c4[g*4 : og*4])
+	clear(v.c8[g*8 : og*8])
+	v.quantized = true
+}
+
+// quantizeGo fills the int8 views of the first g groups; the assembly
+// version computes exactly the same bytes. Group i's bytes are q8[32i:32i+32]; xl and
 // xh split them into halves so a 64-byte load of xl (or xh) lines up with
 // the low (or high) nibbles of four consecutive Q4 groups starting at any
 // group. c4 and c8 hold, per 32-bit lane of the VNNI accumulators, the bias
 // that undoes storing Q4 weights as q+8 (nibbles) and Q8 weights as q+128
 // (so vpdpbusd can treat them as unsigned).
-func (v *Vec) quantize() {
-	g := Groups(v.n)
+func (v *Vec) quantizeGo(g int) {
 	for i := 0; i < g; i++ {
-		blk := v.x[i*GroupSize : (i+1)*GroupSize]
-		var amax float32
+		blk := (*[GroupSize]float32)(v.x[i*GroupSize:])
+		// max|x| through the bit patterns: with the sign cleared, larger
+		// floats have larger patterns (and the kernels need finite x).
+		var abits uint32
 		for _, f := range blk {
-			amax = max(amax, float32(math.Abs(float64(f))))
+			abits = max(abits, math.Float32bits(f)&0x7fffffff)
 		}
-		q := v.q8[i*GroupSize : (i+1)*GroupSize]
-		d := amax / 127
+		q := (*[GroupSize]int8)(v.q8[i*GroupSize:])
+		d := math.Float32frombits(abits) / 127
 		v.dx[i] = d
 		if d == 0 {
-			clear(q)
+			*q = [GroupSize]int8{}
 		} else {
-			inv := 1 / d
 			for j, f := range blk {
-				r := math.Round(float64(f * inv))
+				// |f/d| ≤ 127 up to rounding, so the clamp only guards.
+				r := math.RoundToEven(float64(f / d))
 				q[j] = int8(max(-127, min(127, r)))
 			}
 		}
@@ -124,14 +148,4 @@ func (v *Vec) quantize() {
 			v.c4[i*4+l] = -8 * s
 		}
 	}
-	// Groups a previous, longer Set quantized must read as zero again.
-	og := max(v.qhi, g)
-	v.qhi = g
-	clear(v.q8[g*GroupSize : og*GroupSize])
-	clear(v.xl[g*16 : og*16])
-	clear(v.xh[g*16 : og*16])
-	clear(v.dx[g:og])
-	clear(v.c4[g*4 : og*4])
-	clear(v.c8[g*8 : og*8])
-	v.quantized = true
 }

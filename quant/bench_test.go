@@ -1,0 +1,199 @@
+package quant
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// matrix is a rows×cols weight matrix cut into tiles in the file's stripe
+// order, all carved out of one byte arena, as a mapped file would hold them.
+type matrix struct {
+	typ        Type
+	rows, cols int
+	tiles      []Tile // stripe-major: stripe s, column tile c at s*ct+c
+	bytes      int64  // scale + data bytes, what b.SetBytes counts
+}
+
+// newMatrix lays out the tiles of a rows×cols matrix of type typ in arena
+// (which must be large enough; see matrixBytes). Weights are arena bytes
+// (random); scales are overwritten with small valid f16 values so no NaN or
+// subnormal reaches the float units.
+func newMatrix(arena []byte, typ Type, rows, cols int) *matrix {
+	m := &matrix{typ: typ, rows: rows, cols: cols}
+	off := 0
+	for r0 := 0; r0 < rows; r0 += MaxTileRows {
+		for c0 := 0; c0 < cols; c0 += MaxTileCols {
+			tr, tc := min(MaxTileRows, rows-r0), min(MaxTileCols, cols-c0)
+			sb, db := typ.ScaleBytes(tr, tc), typ.DataBytes(tr, tc)
+			t := Tile{Type: typ, Rows: tr, Cols: tc, Scales: arena[off : off+sb : off+sb], Data: arena[off+sb : off+sb+db : off+sb+db]}
+			for i := 0; i < sb; i += 2 {
+				binary.LittleEndian.PutUint16(t.Scales[i:], 0x2000|uint16(i&0x3ff)) // ~2^-7
+			}
+			if typ == F32 {
+				for i := 0; i < db; i += 4 {
+					binary.LittleEndian.PutUint32(t.Data[i:], 0x3c000000|binary.LittleEndian.Uint32(t.Data[i:])&0x807fffff)
+				}
+			}
+			m.tiles = append(m.tiles, t)
+			m.bytes += int64(sb + db)
+			off += (sb + db + 15) &^ 15 // tiles start 16-byte aligned, as in files
+		}
+	}
+	return m
+}
+
+// matrixBytes is the arena size newMatrix needs.
+func matrixBytes(typ Type, rows, cols int) int {
+	n := 0
+	for r0 := 0; r0 < rows; r0 += MaxTileRows {
+		for c0 := 0; c0 < cols; c0 += MaxTileCols {
+			tr, tc := min(MaxTileRows, rows-r0), min(MaxTileCols, cols-c0)
+			n += (typ.ScaleBytes(tr, tc) + typ.DataBytes(tr, tc) + 15) &^ 15
+		}
+	}
+	return n
+}
+
+func randomArena(n int) []byte {
+	b := make([]byte, n)
+	rng := rand.NewChaCha8([32]byte{1})
+	_, _ = rng.Read(b)
+	return b
+}
+
+// matvec is one whole product: prepare the activation, then every tile.
+func (m *matrix) matvec(v *Vec, x, y []float32) {
+	v.Set(x)
+	ct := (m.cols + MaxTileCols - 1) / MaxTileCols
+	for i := range m.tiles {
+		s, c := i/ct, i%ct
+		Dot(&m.tiles[i], v, c*MaxTileCols, y[s*MaxTileRows:])
+	}
+}
+
+func benchMatrix(b *testing.B, m *matrix) {
+	for _, name := range allPaths {
+		b.Run("kernel="+name, func(b *testing.B) {
+			if !slices.Contains(Kernels(), name) {
+				b.Skipf("kernel %s not available", name)
+			}
+			def := KernelName()
+			defer func() { _ = SetKernel(def) }()
+			_ = SetKernel(name)
+			x := randActivation(rand.New(rand.NewPCG(1, 1)), 0, m.cols)[:m.cols]
+			v, y := NewVec(m.cols), make([]float32, m.rows)
+			m.matvec(v, x, y) // warm caches and page tables
+			b.SetBytes(m.bytes)
+			b.ResetTimer()
+			start := time.Now()
+			laps := make([]time.Duration, b.N)
+			for i := range b.N {
+				t0 := time.Now()
+				m.matvec(v, x, y)
+				laps[i] = time.Since(t0)
+			}
+			b.ReportMetric(float64(m.bytes)*float64(b.N)/time.Since(start).Seconds()/1e9, "GB/s")
+			// On a shared machine the mean includes other processes' time
+			// slices; most single products run undisturbed, so the median
+			// product is what one core does.
+			slices.Sort(laps)
+			b.ReportMetric(float64(m.bytes)/laps[len(laps)/2].Seconds()/1e9, "median-GB/s")
+		})
+	}
+}
+
+// BenchmarkDotL2 runs whole matrix-vector products over matrices of about
+// 0.5–1 MiB, which stay in this core's L2 between iterations: the kernels'
+// arithmetic rate, with scalar as the baseline.
+func BenchmarkDotL2(b *testing.B) {
+	for _, c := range []struct {
+		typ        Type
+		rows, cols int
+	}{{Q4_0, 1024, 1024}, {Q8_0, 1024, 1024}, {F32, 512, 512}} {
+		m := newMatrix(randomArena(matrixBytes(c.typ, c.rows, c.cols)), c.typ, c.rows, c.cols)
+		b.Run(fmt.Sprintf("type=%s", c.typ), func(b *testing.B) { benchMatrix(b, m) })
+	}
+}
+
+// BenchmarkDotDRAM runs products over a matrix far larger than the last
+// level cache (CFLOW_BENCH_DRAM_MIB, default 768 MiB of tiles; this machine
+// reports a 260 MiB L3), 4096 columns wide like a hidden state, so weight
+// bytes stream from memory.
+func BenchmarkDotDRAM(b *testing.B) {
+	mib := 768
+	if s := os.Getenv("CFLOW_BENCH_DRAM_MIB"); s != "" {
+		if n, err := strconv.Atoi(s); err == nil && n > 0 {
+			mib = n
+		}
+	}
+	const cols = 4096
+	arena := randomArena(mib << 20)
+	for _, typ := range []Type{Q4_0, Q8_0, F32} {
+		rowBytes := matrixBytes(typ, MaxTileRows, cols) / MaxTileRows
+		rows := (mib << 20) / rowBytes / MaxTileRows * MaxTileRows
+		m := newMatrix(arena, typ, rows, cols)
+		b.Run(fmt.Sprintf("type=%s", typ), func(b *testing.B) { benchMatrix(b, m) })
+	}
+}
+
+// BenchmarkStripe compares DotStripe over Q, K and V tiles with three Dot
+// calls, the question docs/PERFORMANCE.md answers.
+func BenchmarkStripe(b *testing.B) {
+	const cols = 1024
+	arena := randomArena(3 * matrixBytes(Q4_0, MaxTileRows, cols))
+	m := newMatrix(arena, Q4_0, 3*MaxTileRows, cols)
+	x := randActivation(rand.New(rand.NewPCG(1, 1)), 0, cols)[:cols]
+	v := NewVec(cols)
+	v.Set(x)
+	ys := [][]float32{make([]float32, MaxTileRows), make([]float32, MaxTileRows), make([]float32, MaxTileRows)}
+	ct := cols / MaxTileCols
+	b.Run("dot3", func(b *testing.B) {
+		b.SetBytes(m.bytes)
+		for range b.N {
+			for c := 0; c < ct; c++ {
+				for s := 0; s < 3; s++ {
+					Dot(&m.tiles[s*ct+c], v, c*MaxTileCols, ys[s])
+				}
+			}
+		}
+	})
+	b.Run("stripe", func(b *testing.B) {
+		b.SetBytes(m.bytes)
+		tiles := make([]*Tile, 3)
+		for range b.N {
+			for c := 0; c < ct; c++ {
+				for s := 0; s < 3; s++ {
+					tiles[s] = &m.tiles[s*ct+c]
+				}
+				DotStripe(tiles, v, c*MaxTileCols, ys)
+			}
+		}
+	})
+}
+
+// BenchmarkVecSet is the once-per-product preparation cost for a 4096-wide
+// activation under the active kernel.
+func BenchmarkVecSet(b *testing.B) {
+	b.ReportAllocs()
+	x := randActivation(rand.New(rand.NewPCG(1, 1)), 0, 4096)[:4096]
+	for _, name := range allPaths {
+		b.Run("kernel="+name, func(b *testing.B) {
+			if !slices.Contains(Kernels(), name) {
+				b.Skipf("kernel %s not available", name)
+			}
+			def := KernelName()
+			defer func() { _ = SetKernel(def) }()
+			_ = SetKernel(name)
+			v := NewVec(len(x))
+			for range b.N {
+				v.Set(x)
+			}
+		})
+	}
+}
