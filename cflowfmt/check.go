@@ -60,7 +60,15 @@ func (f *File) named(err error) error {
 // each expert having gate, up and down, and finite norm and router values.
 // It returns the first problem as a *FormatError.
 func (f *File) Check() error {
-	cov := NewCoverage(&f.Header, f.Meta)
+	return f.named(CheckWalk(&f.Header, f.Meta, f.data, f.Walk))
+}
+
+// CheckWalk is Check for any container: walk must call its argument for
+// every tile, grouped so that the tiles of one region (Loc) are
+// consecutive and a matrix's tiles never span two regions. The .vflow
+// reader passes Loc{layer, stage, -1} for stage tiles.
+func CheckWalk(h *Header, md *Metadata, data []byte, walk func(func(Loc, *MappedTile) error) error) error {
+	cov := NewCoverage(h, md)
 	var cur Loc
 	var prevEnd int64
 	started := false
@@ -70,7 +78,7 @@ func (f *File) Check() error {
 		}
 		return cov.Finish(cur.Layer, cur.Slot, cur.Expert)
 	}
-	err := f.Walk(func(loc Loc, t *MappedTile) error {
+	err := walk(func(loc Loc, t *MappedTile) error {
 		if !started || loc != cur {
 			if err := flush(); err != nil {
 				return err
@@ -78,8 +86,8 @@ func (f *File) Check() error {
 			cur, started, prevEnd = loc, true, t.Offset
 		}
 		for o := prevEnd; o < t.Offset; o++ {
-			if f.data[o] != 0 {
-				return errAt(o, "non-zero padding byte %#x before the tile at %d", f.data[o], t.Offset)
+			if data[o] != 0 {
+				return errAt(o, "non-zero padding byte %#x before the tile at %d", data[o], t.Offset)
 			}
 		}
 		prevEnd = t.Offset + int64(t.Bytes())
@@ -88,7 +96,7 @@ func (f *File) Check() error {
 	if err == nil {
 		err = flush()
 	}
-	return f.named(err)
+	return err
 }
 
 // Coverage checks that the tiles of each matrix cover it exactly once; it

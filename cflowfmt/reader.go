@@ -158,11 +158,7 @@ func (f *File) readTable(lowest int64) error {
 	lt := int64(h.LayerTableOffset)
 	le := binary.LittleEndian
 	f.Table = make([][SlotsPerLayer]Range, L+1)
-	type span struct {
-		r  Range
-		at int64
-	}
-	var spans []span
+	var spans []Span
 	for l := 0; l <= L; l++ {
 		need := requiredSlots(h, l)
 		for s := 0; s < SlotsPerLayer; s++ {
@@ -184,10 +180,10 @@ func (f *File) readTable(lowest int64) error {
 			}
 			r := Range{int64(off), int64(n)}
 			f.Table[l][s] = r
-			spans = append(spans, span{r, at})
+			spans = append(spans, Span{r, at})
 		}
 	}
-	if err := noOverlap(spans, func(s span) (Range, int64) { return s.r, s.at }); err != nil {
+	if err := Disjoint(spans); err != nil {
 		return err
 	}
 	f.Experts = make([][]Range, L)
@@ -198,7 +194,7 @@ func (f *File) readTable(lowest int64) error {
 			return errAt(f.tableEntryOffset(l)+SlotExpertTable*16, "layer %d expert table is %d bytes, want %d", l, tr.Length, E*16)
 		}
 		ex := make([]Range, E)
-		var es []span
+		var es []Span
 		for e := 0; e < E; e++ {
 			at := tr.Offset + int64(e)*16
 			off, n := le.Uint64(f.data[at:]), le.Uint64(f.data[at+8:])
@@ -211,9 +207,9 @@ func (f *File) readTable(lowest int64) error {
 				return errAt(at, "layer %d expert %d: offset %d not aligned", l, e, off)
 			}
 			ex[e] = Range{int64(off), int64(n)}
-			es = append(es, span{ex[e], at})
+			es = append(es, Span{ex[e], at})
 		}
-		if err := noOverlap(es, func(s span) (Range, int64) { return s.r, s.at }); err != nil {
+		if err := Disjoint(es); err != nil {
 			return err
 		}
 		f.Experts[l] = ex
@@ -221,19 +217,21 @@ func (f *File) readTable(lowest int64) error {
 	return nil
 }
 
-// noOverlap sorts spans by offset and reports the first pair that overlap,
-// blaming the table entry of the later one.
-func noOverlap[T any](xs []T, get func(T) (Range, int64)) error {
-	sort.Slice(xs, func(i, j int) bool {
-		a, _ := get(xs[i])
-		b, _ := get(xs[j])
-		return a.Offset < b.Offset
-	})
-	for i := 1; i < len(xs); i++ {
-		a, _ := get(xs[i-1])
-		b, at := get(xs[i])
+// Span is a byte range plus the file offset of the table entry that
+// declared it, so an overlap error can name the entry to blame.
+type Span struct {
+	Range
+	At int64
+}
+
+// Disjoint sorts spans by offset and reports the first pair that overlap,
+// blaming the later one's entry. Readers call it on every table they load.
+func Disjoint(spans []Span) error {
+	sort.Slice(spans, func(i, j int) bool { return spans[i].Offset < spans[j].Offset })
+	for i := 1; i < len(spans); i++ {
+		a, b := spans[i-1], spans[i]
 		if b.Offset < a.End() {
-			return errAt(at, "range %d+%d overlaps range %d+%d", b.Offset, b.Length, a.Offset, a.Length)
+			return errAt(b.At, "range %d+%d overlaps range %d+%d", b.Offset, b.Length, a.Offset, a.Length)
 		}
 	}
 	return nil

@@ -1,12 +1,10 @@
 package cflowfmt_test
 
 import (
-	"bytes"
 	"errors"
 	"math/rand"
 	"os"
 	"path/filepath"
-	"reflect"
 	"testing"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
@@ -18,88 +16,15 @@ var quants = []quant.Type{quant.F32, quant.Q4_0, quant.Q8_0}
 
 func sameTile(t *testing.T, where string, got *cflowfmt.MappedTile, want fmttest.Tile) {
 	t.Helper()
-	if got.TileHeader != want.TH {
-		t.Fatalf("%s: header %+v, wrote %+v", where, got.TileHeader, want.TH)
-	}
-	if got.Type != want.T.Type || got.Tile.Rows != want.T.Rows || got.Tile.Cols != want.T.Cols ||
-		!bytes.Equal(got.Scales, want.T.Scales) || !bytes.Equal(got.Data, want.T.Data) {
-		t.Fatalf("%s: tile bytes differ from what was written", where)
+	if err := fmttest.SameTile(got, want); err != nil {
+		t.Fatalf("%s: %v", where, err)
 	}
 }
 
-func sameList(t *testing.T, where string, got []cflowfmt.MappedTile, want []fmttest.Tile) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d tiles, wrote %d", where, len(got), len(want))
-	}
-	for i := range got {
-		sameTile(t, where, &got[i], want[i])
-	}
-}
-
-// filter keeps the tiles of the given matrices, in order.
-func filter(ts []fmttest.Tile, ms ...cflowfmt.MatrixID) []fmttest.Tile {
-	var out []fmttest.Tile
-	for _, x := range ts {
-		for _, m := range ms {
-			if x.TH.Matrix == m {
-				out = append(out, x)
-			}
-		}
-	}
-	return out
-}
-
-// CheckModel compares a Model with the spec it was written from.
 func checkModel(t *testing.T, s *fmttest.Spec, m *cflowfmt.Model) {
 	t.Helper()
-	h := s.Header
-	L := int(h.NumLayers)
-	if m.Header.HiddenSize != h.HiddenSize || m.Header.NumExperts != h.NumExperts || m.Header.QuantType != h.QuantType {
-		t.Fatalf("header %+v, wrote %+v", m.Header, h)
-	}
-	if !reflect.DeepEqual(m.Meta.Keys(), s.Meta.Keys()) {
-		t.Fatalf("metadata keys %v, wrote %v", m.Meta.Keys(), s.Meta.Keys())
-	}
-	for l := 0; l < L; l++ {
-		ly := &m.Layers[l]
-		attn, dense, moe := s.Stream(l, cflowfmt.SlotAttn), s.Stream(l, cflowfmt.SlotDense), s.Stream(l, cflowfmt.SlotMoE)
-		sameList(t, "qkv", ly.QKV, filter(attn, cflowfmt.MatQ, cflowfmt.MatK, cflowfmt.MatV))
-		sameList(t, "o", ly.O, filter(attn, cflowfmt.MatO))
-		sameList(t, "gateup", ly.GateUp, filter(dense, cflowfmt.MatGate, cflowfmt.MatUp))
-		sameList(t, "down", ly.Down, filter(dense, cflowfmt.MatDown))
-		sameList(t, "router", ly.Router, filter(moe, cflowfmt.MatRouter))
-		if !reflect.DeepEqual(ly.AttnNorm, s.Norm(l, cflowfmt.MatAttnNorm)) {
-			t.Fatalf("layer %d attn norm differs", l)
-		}
-		if len(filter(append(dense, moe...), cflowfmt.MatFFNNorm)) > 0 && !reflect.DeepEqual(ly.FFNNorm, s.Norm(l, cflowfmt.MatFFNNorm)) {
-			t.Fatalf("layer %d ffn norm differs", l)
-		}
-		if len(filter(moe, cflowfmt.MatMoENorm)) > 0 && !reflect.DeepEqual(ly.MoENorm, s.Norm(l, cflowfmt.MatMoENorm)) {
-			t.Fatalf("layer %d moe norm differs", l)
-		}
-		if len(ly.Experts) != int(h.NumExperts) {
-			t.Fatalf("layer %d: %d expert ranges, want %d", l, len(ly.Experts), h.NumExperts)
-		}
-		for e := 0; e < int(h.NumExperts); e++ {
-			ts, err := m.ExpertTiles(l, e)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sameList(t, "expert", ts, s.Expert(l, e))
-			again, _ := m.ExpertTiles(l, e)
-			if &again[0] != &ts[0] {
-				t.Fatalf("ExpertTiles(%d,%d) not cached", l, e)
-			}
-		}
-		if _, err := m.ExpertTiles(l, int(h.NumExperts)); err == nil {
-			t.Fatal("ExpertTiles accepted an expert index out of range")
-		}
-	}
-	sameList(t, "embed", m.Embed, s.Stream(L, cflowfmt.SlotEmbed))
-	sameList(t, "lm_head", m.LMHead, s.Stream(L, cflowfmt.SlotLMHead))
-	if !reflect.DeepEqual(m.FinalNorm, s.Norm(L, cflowfmt.MatFinalNorm)) {
-		t.Fatal("final norm differs")
+	if err := fmttest.CompareModel(s, m); err != nil {
+		t.Fatal(err)
 	}
 }
 

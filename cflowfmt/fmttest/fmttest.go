@@ -285,3 +285,73 @@ func WriteCflow(path string, s *Spec, r *rand.Rand) (map[int64]Tile, error) {
 	}
 	return at, w.Close()
 }
+
+// VflowWriter is the subset of vflowfmt.Writer WriteVflow drives; taking
+// an interface keeps this package free of a vflowfmt import cycle in tests.
+type VflowWriter interface {
+	BeginGroupStage(g, st int) error
+	BeginVocab(slot int) error
+	BeginExpert(l, e int) error
+	WriteTile(th cflowfmt.TileHeader, t *quant.Tile) error
+	Offset() int64
+	Close() error
+	Abort()
+}
+
+// Group is a vertical group as WriteVflow needs it.
+type Group struct{ First, Count int }
+
+// WriteVflow writes the model through w, stage-major per group, then the
+// vocabulary slots and experts in an order shuffled by r (nil: in order),
+// and returns every tile written keyed by its offset.
+func WriteVflow(w VflowWriter, groups []Group, s *Spec, r *rand.Rand) (map[int64]Tile, error) {
+	at := map[int64]Tile{}
+	fail := func(err error) (map[int64]Tile, error) {
+		w.Abort()
+		return nil, err
+	}
+	put := func(ts []Tile) error {
+		for _, t := range ts {
+			if err := w.WriteTile(t.TH, &t.T); err != nil {
+				return err
+			}
+			at[w.Offset()-int64(cflowfmt.TileSize(t.T.Type, t.T.Rows, t.T.Cols))] = t
+		}
+		return nil
+	}
+	for gi, g := range groups {
+		for st := 0; st < 3; st++ {
+			if err := w.BeginGroupStage(gi, st); err != nil {
+				return fail(err)
+			}
+			for l := g.First; l < g.First+g.Count; l++ {
+				if err := put(s.Stream(l, st)); err != nil {
+					return fail(err)
+				}
+			}
+		}
+	}
+	L, E := int(s.Header.NumLayers), int(s.Header.NumExperts)
+	jobs := []int{-1, -2, -3}
+	for i := 0; i < L*E; i++ {
+		jobs = append(jobs, i)
+	}
+	if r != nil {
+		r.Shuffle(len(jobs), func(i, j int) { jobs[i], jobs[j] = jobs[j], jobs[i] })
+	}
+	for _, j := range jobs {
+		var err error
+		if j < 0 {
+			slot := -j - 1
+			if err = w.BeginVocab(slot); err == nil {
+				err = put(s.Stream(L, slot))
+			}
+		} else if err = w.BeginExpert(j/E, j%E); err == nil {
+			err = put(s.Expert(j/E, j%E))
+		}
+		if err != nil {
+			return fail(err)
+		}
+	}
+	return at, w.Close()
+}
