@@ -30,7 +30,7 @@ type Writer struct {
 	kind       int // what is open: 0 none, 1 stage, 2 vocab, 3 expert
 	group, st  int
 	lastLayer  int
-	layer, idx int // vocab slot in idx for kind 2; expert (layer, idx) for kind 3
+	layer, idx int   // vocab slot in idx for kind 2; expert (layer, idx) for kind 3
 	rs, re     int64 // first tile start and last tile end of the open region
 }
 
