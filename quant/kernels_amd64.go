@@ -34,6 +34,12 @@ func q8f512(sc, data *byte, rows, groups int, x, y *float32, kg int)
 func q4vnni512(sc, data *byte, rows, groups int, xl, xh *int8, c4 *int32, dx, y *float32, k0, k1, kg int)
 
 //go:noescape
+func q4avxvnni(sc, data *byte, rows, groups int, xl, xh *int8, c4 *int32, dx, y *float32)
+
+//go:noescape
+func q8avxvnni(sc, data *byte, rows, groups int, x8 *int8, c8 *int32, dx, y *float32)
+
+//go:noescape
 func quantize512(x *float32, groups int, q8, xl, xh *int8, dx *float32, c4, c8 *int32)
 
 //go:noescape
@@ -46,6 +52,12 @@ func registerKernels() {
 	}
 	avx2 := &kernel{name: "avx2", f32: dotF32AVX2, q4: dotQ4AVX2, q8: dotQ8AVX2}
 	kernels = append(kernels, avx2)
+	if c.Supports(cpuid.AVXVNNI) {
+		// For CPUs with AVX-VNNI but no AVX-512 (the default there); it
+		// quantizes activations in Go.
+		kernels = append(kernels, &kernel{name: "avxvnni", int8: true, f32: dotF32AVX2,
+			q4: dotQ4AVXVNNI, q8: dotQ8AVXVNNI, fallback: avx2})
+	}
 	if !c.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VL) {
 		return
 	}
@@ -105,4 +117,14 @@ func quantizeVNNI(v *Vec, g int) {
 	if g > 0 {
 		quantize512(&v.x[0], g, &v.q8[0], &v.xl[0], &v.xh[0], &v.dx[0], &v.c4[0], &v.c8[0])
 	}
+}
+
+func dotQ4AVXVNNI(t *Tile, x *Vec, col int, y []float32) {
+	g0 := col / GroupSize
+	q4avxvnni(&t.Scales[0], &t.Data[0], t.Rows, Groups(t.Cols), &x.xl[g0*16], &x.xh[g0*16], &x.c4[g0*4], &x.dx[g0], &y[0])
+}
+
+func dotQ8AVXVNNI(t *Tile, x *Vec, col int, y []float32) {
+	g0 := col / GroupSize
+	q8avxvnni(&t.Scales[0], &t.Data[0], t.Rows, Groups(t.Cols), &x.q8[g0*GroupSize], &x.c8[g0*8], &x.dx[g0], &y[0])
 }

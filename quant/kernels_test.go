@@ -3,13 +3,15 @@ package quant
 import (
 	"math"
 	"math/rand/v2"
+	"os"
+	"os/exec"
 	"slices"
 	"testing"
 )
 
 // allPaths are the kernel names the issue asks for; a path the CPU or the
 // build lacks is skipped, not failed.
-var allPaths = []string{"scalar", "avx2", "avx512", "vnni"}
+var allPaths = []string{"scalar", "avx2", "avxvnni", "avx512", "vnni"}
 
 // withKernel runs f under each available path, restoring the default after.
 func withKernel(t *testing.T, f func(t *testing.T, name string)) {
@@ -347,7 +349,7 @@ func TestSetKernel(t *testing.T) {
 		if err := SetKernel(n); err != nil || KernelName() != n {
 			t.Fatalf("SetKernel(%s): %v, now %s", n, err, KernelName())
 		}
-		if KernelQuantizesActivations() != (n == "vnni") {
+		if KernelQuantizesActivations() != (n == "vnni" || n == "avxvnni") {
 			t.Fatalf("%s: KernelQuantizesActivations = %v", n, KernelQuantizesActivations())
 		}
 	}
@@ -392,4 +394,28 @@ func TestQuantizeAsmMatchesGo(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestEnvSelectsKernel runs this test binary again with CFLOW_KERNEL set and
+// checks package init chose that path (and that a bad name falls back to
+// the default instead of failing).
+func TestEnvSelectsKernel(t *testing.T) {
+	if want := os.Getenv("CFLOW_KERNEL_WANT"); want != "" {
+		if KernelName() != want {
+			t.Fatalf("CFLOW_KERNEL=%s: KernelName() = %s, want %s", os.Getenv("CFLOW_KERNEL"), KernelName(), want)
+		}
+		return
+	}
+	def := Kernels()[len(Kernels())-1]
+	cases := map[string]string{"scalar": "scalar", "nonesuch": def}
+	for _, k := range Kernels() {
+		cases[k] = k
+	}
+	for env, want := range cases {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestEnvSelectsKernel$")
+		cmd.Env = append(os.Environ(), "CFLOW_KERNEL="+env, "CFLOW_KERNEL_WANT="+want)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("CFLOW_KERNEL=%s: %v\n%s", env, err, out)
+		}
+	}
 }

@@ -3,11 +3,11 @@ package quant
 import "math"
 
 // vecPadGroups is how many zero groups follow the last real one. The SIMD
-// kernels read activations in blocks of up to four groups (128 values)
+// kernels read activations in blocks of up to eight groups (256 values)
 // starting at any group of a tile, so a tile ending at the vector's end may
-// read up to three groups past it; the padding makes those reads land on
+// read up to seven groups past it; the padding makes those reads land on
 // zeros inside the slice instead of past it.
-const vecPadGroups = 4
+const vecPadGroups = 8
 
 // Vec is an activation vector prepared once per matrix-vector product and
 // then read by every tile of that product (Q, K and V of a stripe, gate and
