@@ -17,6 +17,7 @@ import (
 	cfrt "github.com/cflow-dev/cflow/runtime"
 	"github.com/cflow-dev/cflow/tokenizer"
 	"github.com/cflow-dev/cflow/verify"
+	"github.com/cflow-dev/cflow/vflowfmt"
 	"github.com/urfave/cli/v2"
 )
 
@@ -42,27 +43,9 @@ func init() {
 	})
 }
 
-// openRunModel opens a model file for decoding by its magic.
-func openRunModel(path string) (*cflowfmt.Model, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	var magic [8]byte
-	_, err = f.Read(magic[:])
-	f.Close()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if magic != cflowfmt.Magic {
-		return nil, fmt.Errorf("%s: not a .cflow file (magic %q); .vflow decoding is not wired up yet", path, magic[:])
-	}
-	cf, err := cflowfmt.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	return cf.Model, nil
-}
+// openRunModel opens a .cflow or .vflow file (picked by magic) as the
+// runtime's Model.
+func openRunModel(path string) (*cflowfmt.Model, error) { return vflowfmt.OpenModel(path) }
 
 // withTrailingFlags re-parses a command's arguments so flags may follow the
 // FILE argument (`cflowc run FILE --prompt-ids 1,2`), which urfave/cli v2

@@ -1,0 +1,120 @@
+package verify
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/cflow-dev/cflow/convert"
+	"github.com/cflow-dev/cflow/quant"
+	"github.com/cflow-dev/cflow/runtime"
+	"github.com/cflow-dev/cflow/vflowfmt"
+)
+
+const goldenDir = "../golden"
+
+// convertFixture converts a golden fixture with the converter's API into
+// dir, as .cflow or .vflow (ext), and opens it with the format readers.
+func convertFixture(t *testing.T, fixture, dir, ext string, q quant.Type) *runtime.Engine {
+	t.Helper()
+	out := filepath.Join(dir, filepath.Base(fixture)+"_"+q.String()+ext)
+	if _, err := convert.Convert(context.Background(), fixture, out, convert.Options{Quant: q, NUMANodes: 1, Workers: 1}); err != nil {
+		t.Fatalf("convert %s: %v", fixture, err)
+	}
+	m, err := vflowfmt.OpenModel(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	e, err := runtime.New(m, runtime.Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return e
+}
+
+// TestGoldenTraces is the "done when": every pinned trace verifies
+// on both formats — F32 files against f32 traces, Q8_0/Q4_0 files against
+// their *_replay traces and against f32 traces with TRACE.md's Q8/Q4 rules.
+func TestGoldenTraces(t *testing.T) {
+	traces, _ := filepath.Glob(filepath.Join(goldenDir, "traces", "*.json"))
+	if len(traces) == 0 {
+		t.Skip("no pinned traces in golden/traces yet")
+	}
+	EnsureFloatKernel()
+	byModel := map[string][]string{}
+	for _, p := range traces {
+		base := strings.TrimSuffix(filepath.Base(p), ".json")
+		i := strings.LastIndex(base, "_")
+		if strings.HasSuffix(base, "_replay") {
+			i = strings.LastIndex(base[:i], "_")
+		}
+		byModel[base[:i]] = append(byModel[base[:i]], p)
+	}
+	names := make([]string, 0, len(byModel))
+	for n := range byModel {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fixture := filepath.Join(goldenDir, "fixtures", name)
+		if _, err := os.Stat(fixture); err != nil {
+			t.Errorf("%s: traces but no fixture: %v", name, err)
+			continue
+		}
+		for _, q := range []quant.Type{quant.F32, quant.Q8_0, quant.Q4_0} {
+			for _, ext := range []string{".cflow", ".vflow"} {
+				t.Run(name+"/"+q.String()+ext, func(t *testing.T) {
+					e := convertFixture(t, fixture, t.TempDir(), ext, q)
+					for _, p := range byModel[name] {
+						tr, err := Load(p)
+						if err != nil {
+							t.Fatal(err)
+						}
+						rule, err := SelectRule(tr.Weights, q)
+						if err != nil {
+							continue // e.g. a q4_replay trace against an F32 file
+						}
+						rep, err := Replay(e, tr, rule)
+						if err != nil {
+							t.Fatalf("%s: %v", filepath.Base(p), err)
+						}
+						if !rep.Pass {
+							var b strings.Builder
+							rep.WriteTable(&b)
+							t.Errorf("%s:\n%s", filepath.Base(p), b.String())
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestStories260KGreedy: stories260K converted as F32 and decoded greedily
+// from BOS (id 1) prints llama2.c's tokens.
+func TestStories260KGreedy(t *testing.T) {
+	fixture := filepath.Join(goldenDir, "fixtures", "stories260k")
+	if _, err := os.Stat(fixture); err != nil {
+		t.Skip("golden/fixtures/stories260k not present yet")
+	}
+	EnsureFloatKernel()
+	want := []int{461, 461, 401, 401, 401, 461, 378, 455, 473, 456}
+	for _, ext := range []string{".cflow", ".vflow"} {
+		e := convertFixture(t, fixture, t.TempDir(), ext, quant.F32)
+		tok := 1
+		for i, w := range want {
+			logits, err := e.Step(tok)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tok = runtime.Argmax(logits); tok != w {
+				t.Fatalf("%s: token %d = %d, llama2.c gives %d", ext, i, tok, w)
+			}
+		}
+	}
+}
