@@ -355,3 +355,32 @@ func WriteVflow(w VflowWriter, groups []Group, s *Spec, r *rand.Rand) (map[int64
 	}
 	return at, w.Close()
 }
+
+// Tiny is a fixed, few-KB model for fuzz seeds and CLI tests: 2 layers,
+// d = 40 (a partial group), 2/1 heads, dense FFN 36, vocab 9, 16×32 tiles,
+// and with moe two experts of width 8 (DelayedSum, so moe_norm exists).
+// mixed makes layer 1 sliding with a larger global head dim for layer 0.
+func Tiny(q quant.Type, moe, mixed bool) *Spec {
+	h := cflowfmt.Header{
+		Version: cflowfmt.Version, HiddenSize: 40, IntermediateSize: 36, VocabSize: 9,
+		NumLayers: 2, MaxSeqLen: 16, NumHeads: 2, NumKVHeads: 1, HeadDim: 4,
+		TileRows: 16, TileCols: 32, QuantType: q, CombineStyle: cflowfmt.PreNorm,
+	}
+	md := cflowfmt.NewMetadata()
+	md.SetString(cflowfmt.KeyArchitecture, "tiny")
+	md.SetF32(cflowfmt.KeyRMSEps, 1e-5)
+	md.SetString(cflowfmt.KeyTokenizerKind, "byte")
+	md.SetBytes(cflowfmt.KeyTokenizerData, []byte("0123456789abcdef"))
+	md.SetBytes(cflowfmt.KeyNUMAPlan, []byte(`{"nodes":1,"policy":"numa-tp"}`))
+	if moe {
+		h.NumExperts, h.TopK, h.ExpertIntermediateSize = 2, 1, 8
+		h.CombineStyle, h.DenseDelay, h.ExpertDelay = cflowfmt.DelayedSum, 1, 1
+	}
+	if mixed {
+		h.GlobalHeadDim = 6
+		h.SlidingWindow = 4
+		h.FeatureFlags = cflowfmt.FlagTiedEmbed
+		md.SetBytes(cflowfmt.KeyLayerKinds, []byte{cflowfmt.LayerFull, cflowfmt.LayerSliding})
+	}
+	return &Spec{Header: h, Meta: md, Seed: 1}
+}
