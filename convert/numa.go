@@ -125,7 +125,10 @@ func (p *planner) split(l int, m cflowfmt.MatrixID, rows, cols int) (string, []s
 		}
 		return out
 	}
-	hd := p.s.headDim(l)
+	var hd int
+	if l < int(p.s.h.NumLayers) {
+		hd = p.s.headDim(l)
+	}
 	switch m {
 	case cflowfmt.MatQ:
 		q, _, _ := p.headCuts()

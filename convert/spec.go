@@ -329,7 +329,7 @@ func b2u(b bool) uint32 {
 // full reports whether layer l uses full attention (its own head dim,
 // global θ, K = V sharing).
 func (s *modelSpec) full(l int) bool {
-	return s.layerKinds == nil || s.layerKinds[l] == cflowfmt.LayerFull
+	return s.layerKinds == nil || l >= len(s.layerKinds) || s.layerKinds[l] == cflowfmt.LayerFull
 }
 
 // headDim is layer l's head dimension.

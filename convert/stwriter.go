@@ -88,6 +88,9 @@ func WriteSafetensors(path string, tensors []STTensor) (err error) {
 	if err := f.Close(); err != nil {
 		return err
 	}
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		return err
+	}
 	return os.Rename(f.Name(), path)
 }
 

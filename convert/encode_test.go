@@ -1,0 +1,92 @@
+package convert
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/cflow-dev/cflow/quant"
+)
+
+// encodeCases are blocks that stress the rounding contract: random values
+// over many magnitudes, exact half-way quotients, zeros, subnormals,
+// NaN/Inf and short last groups.
+func encodeCases() [][]float32 {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var out [][]float32
+	for k := 0; k < 40; k++ {
+		w := make([]float32, 37*70)
+		scale := float32(math.Pow(10, float64(rng.IntN(12)-8)))
+		for i := range w {
+			w[i] = float32(rng.NormFloat64()) * scale
+			switch rng.IntN(50) {
+			case 0:
+				w[i] = 0
+			case 1: // a quotient of exactly n + 0.5 after the /7
+				w[i] = float32(rng.IntN(15)-7) + 0.5
+			case 2:
+				w[i] = math.Float32frombits(uint32(rng.IntN(1000))) // subnormal
+			}
+		}
+		out = append(out, w)
+	}
+	halves := make([]float32, 37*70)
+	for i := range halves {
+		halves[i] = float32(i%15-7) * 0.5 // max 3.5 → s = 0.5 exactly, quotients n.0 or n.5
+	}
+	special := make([]float32, 37*70)
+	copy(special, halves)
+	special[3], special[100], special[200] = float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))
+	return append(out, halves, special, make([]float32, 37*70))
+}
+
+// TestEncodeMatchesQuant holds the converter's fast encoder to quant's
+// reference encoder bit for bit (the golden/ contract lives there).
+func TestEncodeMatchesQuant(t *testing.T) {
+	for _, q := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.F32} {
+		for ci, w := range encodeCases() {
+			for _, geo := range [][2]int{{37, 70}, {1, 32}, {5, 256}, {3, 31}} {
+				rows, cols := geo[0], geo[1]
+				blk := make([]float32, rows*cols)
+				for r := 0; r < rows; r++ {
+					copy(blk[r*cols:(r+1)*cols], w[r*70:r*70+cols])
+				}
+				want := quant.Encode(q, blk, rows, cols, cols)
+				got := quant.Tile{Type: q, Rows: rows, Cols: cols,
+					Scales: make([]byte, q.ScaleBytes(rows, cols)), Data: make([]byte, q.DataBytes(rows, cols))}
+				encodeTile(&got, blk)
+				if !bytes.Equal(got.Scales, want.Scales) || !bytes.Equal(got.Data, want.Data) {
+					t.Fatalf("%s case %d %dx%d: fast encoder differs from quant.Encode", q, ci, rows, cols)
+				}
+			}
+		}
+	}
+}
+
+func BenchmarkEncodeQ4(b *testing.B) {
+	w := encodeCases()[0][:128*16]
+	blk := make([]float32, 128*256)
+	for i := range blk {
+		blk[i] = w[i%len(w)]
+	}
+	tile := quant.Tile{Type: quant.Q4_0, Rows: 128, Cols: 256,
+		Scales: make([]byte, quant.Q4_0.ScaleBytes(128, 256)), Data: make([]byte, quant.Q4_0.DataBytes(128, 256))}
+	b.SetBytes(128 * 256 * 2)
+	for b.Loop() {
+		encodeTile(&tile, blk)
+	}
+}
+
+func BenchmarkEncodeQ4Reference(b *testing.B) {
+	blk := make([]float32, 128*256)
+	for i := range blk {
+		blk[i] = float32(i%97) - 48
+	}
+	tile := quant.Tile{Type: quant.Q4_0, Rows: 128, Cols: 256,
+		Scales: make([]byte, quant.Q4_0.ScaleBytes(128, 256)), Data: make([]byte, quant.Q4_0.DataBytes(128, 256))}
+	b.SetBytes(128 * 256 * 2)
+	for b.Loop() {
+		quant.EncodeInto(&tile, blk, 256)
+	}
+}
