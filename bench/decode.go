@@ -2,7 +2,9 @@ package bench
 
 import (
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"runtime/pprof"
 	"time"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
@@ -18,6 +20,9 @@ type Config struct {
 	ProbeBytes int64 // probe buffer size; 0 = ProbeBytes
 	ProbeRuns  int   // probe passes; 0 = 5
 	Seed       uint64
+	// Profile, when set, receives a CPU profile of the timed runs only
+	// (not the warm-up or the probe), for go tool pprof.
+	Profile io.Writer
 }
 
 // Result is what `cflowc bench` prints; the JSON names are the issue's.
@@ -79,12 +84,23 @@ func Run(m *cflowfmt.Model, cfg Config) (*Result, error) {
 	}
 	r := &Result{Model: m.Path, Quant: h.QuantType.String(), Kernel: runtime.KernelName(), Threads: cfg.Threads, Tokens: cfg.Tokens}
 	before := e.Stats()
+	if cfg.Profile != nil {
+		if err := pprof.StartCPUProfile(cfg.Profile); err != nil {
+			return nil, err
+		}
+	}
 	for range cfg.Runs {
 		t0 := time.Now()
 		if err := decode(cfg.Tokens); err != nil {
+			if cfg.Profile != nil {
+				pprof.StopCPUProfile()
+			}
 			return nil, err
 		}
 		r.Runs = append(r.Runs, float64(cfg.Tokens)/time.Since(t0).Seconds())
+	}
+	if cfg.Profile != nil {
+		pprof.StopCPUProfile()
 	}
 	after := e.Stats()
 	r.DecodeTokS = median(r.Runs)

@@ -29,6 +29,7 @@ func init() {
 			&cli.IntFlag{Name: "probe-mib", Value: bench.ProbeBytes >> 20, Usage: "probe buffer size in MiB (larger than the LLC)"},
 			&cli.IntFlag{Name: "probe-runs", Value: 5, Usage: "probe passes (median reported)"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
+			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the decode runs (go tool pprof)"},
 		},
 		Action: runBench,
 	})
@@ -54,10 +55,19 @@ func runBench(c *cli.Context) error {
 		fmt.Fprintf(os.Stderr, "note: %d threads on GOMAXPROCS %d; raising GOMAXPROCS\n", t, goruntime.GOMAXPROCS(0))
 		goruntime.GOMAXPROCS(t)
 	}
-	r, err := bench.Run(f.Model, bench.Config{
+	cfg := bench.Config{
 		Threads: c.Int("threads"), Tokens: c.Int("tokens"), Runs: c.Int("runs"), Warmup: c.Int("warmup"),
 		ProbeBytes: int64(c.Int("probe-mib")) << 20, ProbeRuns: c.Int("probe-runs"), Seed: 1,
-	})
+	}
+	if p := c.String("cpuprofile"); p != "" {
+		pf, err := os.Create(p)
+		if err != nil {
+			return cli.Exit(err.Error(), exitUsage)
+		}
+		defer pf.Close()
+		cfg.Profile = pf
+	}
+	r, err := bench.Run(f.Model, cfg)
 	if err != nil {
 		return cli.Exit(err.Error(), exitError)
 	}
