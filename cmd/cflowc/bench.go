@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/cflow-dev/cflow/bench"
-	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/vflowfmt"
 	"github.com/urfave/cli/v2"
 )
 
@@ -16,7 +16,7 @@ func init() {
 	commands = append(commands, &cli.Command{
 		Name:      "bench",
 		Usage:     "decode tok/s, weight bytes per token, effective GB/s and the read-bandwidth roofline",
-		ArgsUsage: "FILE.cflow",
+		ArgsUsage: "FILE",
 		Description: "After --warmup untimed tokens, decodes --tokens tokens --runs times from an empty KV cache\n" +
 			"(BOS, then seeded random tokens, as llama-bench's tg test) and reports the median tok/s.\n" +
 			"Then reads a --probe-mib buffer with the same thread count (median of --probe-runs passes):\n" +
@@ -37,20 +37,17 @@ func init() {
 
 func runBench(c *cli.Context) error {
 	if c.NArg() != 1 {
-		return cli.Exit("bench: give one FILE.cflow", exitUsage)
+		return cli.Exit("bench: give one FILE", exitUsage)
 	}
 	in := c.Args().First()
-	if strings.HasSuffix(in, ".vflow") {
-		return cli.Exit("bench: .vflow input is not supported yet", exitUsage)
-	}
 	if c.Int("threads") < 1 || c.Int("tokens") < 1 || c.Int("runs") < 1 || c.Int("probe-mib") < 1 {
 		return cli.Exit("bench: --threads, --tokens, --runs and --probe-mib must be ≥ 1", exitUsage)
 	}
-	f, err := cflowfmt.Open(in)
+	m, err := vflowfmt.OpenModel(in)
 	if err != nil {
 		return cli.Exit(err.Error(), exitUsage)
 	}
-	defer f.Close()
+	defer m.Close()
 	if t := c.Int("threads"); t > goruntime.GOMAXPROCS(0) {
 		fmt.Fprintf(os.Stderr, "note: %d threads on GOMAXPROCS %d; raising GOMAXPROCS\n", t, goruntime.GOMAXPROCS(0))
 		goruntime.GOMAXPROCS(t)
@@ -67,7 +64,7 @@ func runBench(c *cli.Context) error {
 		defer pf.Close()
 		cfg.Profile = pf
 	}
-	r, err := bench.Run(f.Model, cfg)
+	r, err := bench.Run(m, cfg)
 	if err != nil {
 		return cli.Exit(err.Error(), exitError)
 	}

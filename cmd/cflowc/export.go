@@ -3,10 +3,9 @@ package main
 import (
 	"fmt"
 	"os"
-	"strings"
 
-	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/gguf"
+	"github.com/cflow-dev/cflow/vflowfmt"
 	"github.com/urfave/cli/v2"
 )
 
@@ -17,7 +16,7 @@ func init() {
 		Subcommands: []*cli.Command{{
 			Name:      "gguf",
 			Usage:     "GGUF v3 for llama.cpp (llama/mixtral), same weights and types",
-			ArgsUsage: "-o OUT.gguf FILE.cflow",
+			ArgsUsage: "-o OUT.gguf FILE",
 			Description: "Q4_0/Q8_0 blocks are copied from the tiles (no requantization), q/k rows are\n" +
 				"permuted to GGUF's adjacent-pair RoPE order, norms and router stay F32. Matrices whose\n" +
 				"row length is not a multiple of 32 are written as F32 holding the dequantized values\n" +
@@ -35,18 +34,14 @@ func init() {
 
 func runExportGGUF(c *cli.Context) error {
 	if c.NArg() != 1 {
-		return cli.Exit("export gguf: give -o OUT.gguf and one FILE.cflow (flags first)", exitUsage)
+		return cli.Exit("export gguf: give -o OUT.gguf and one FILE (flags first)", exitUsage)
 	}
 	in := c.Args().First()
-	if strings.HasSuffix(in, ".vflow") {
-		return cli.Exit("export gguf: .vflow input is not supported yet; export the .cflow", exitUsage)
-	}
-	f, err := cflowfmt.Open(in)
+	m, err := vflowfmt.OpenModel(in)
 	if err != nil {
 		return cli.Exit(err.Error(), exitUsage)
 	}
-	defer f.Close()
-	m := f.Model
+	defer m.Close()
 	if err := gguf.Supported(m); err != nil {
 		return cli.Exit(err.Error(), exitUsage)
 	}
