@@ -1,12 +1,16 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/cflow-dev/cflow/analyze"
+	"github.com/cflow-dev/cflow/vflowfmt"
 )
 
-// analyzeFile is filled in once the readers land.
+// analyzeFile costs a real file: its tiles' on-disk bytes per stream.
 func analyzeFile(path string) (*analyze.Report, error) {
-	return nil, fmt.Errorf("analyze %s: file analysis not available yet", path)
+	m, err := vflowfmt.OpenModel(path)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	return analyze.Compute(analyze.FromModel(m))
 }

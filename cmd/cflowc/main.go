@@ -35,7 +35,7 @@ func main() {
 		Commands:       commands,
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
-	if err := app.Run(os.Args); err != nil {
+	if err := app.Run(interspersed(os.Args, commands)); err != nil {
 		fmt.Fprintln(os.Stderr, "cflowc:", err)
 		var ec cli.ExitCoder
 		if errors.As(err, &ec) {

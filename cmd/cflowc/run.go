@@ -3,9 +3,7 @@ package main
 import (
 	"bufio"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"os"
 	goruntime "runtime"
 	"strconv"
@@ -47,44 +45,6 @@ func init() {
 // runtime's Model.
 func openRunModel(path string) (*cflowfmt.Model, error) { return vflowfmt.OpenModel(path) }
 
-// withTrailingFlags re-parses a command's arguments so flags may follow the
-// FILE argument (`cflowc run FILE --prompt-ids 1,2`), which urfave/cli v2
-// does not allow by itself: it stops at the first positional argument.
-func withTrailingFlags(c *cli.Context) (*cli.Context, error) {
-	if c.NArg() <= 1 {
-		return c, nil
-	}
-	set := flag.NewFlagSet(c.Command.Name, flag.ContinueOnError)
-	set.SetOutput(io.Discard)
-	for _, f := range c.Command.Flags {
-		if err := f.Apply(set); err != nil {
-			return nil, err
-		}
-	}
-	// Flags given before FILE keep their values.
-	for _, name := range c.FlagNames() {
-		if c.IsSet(name) {
-			set.Set(name, fmt.Sprint(c.Value(name)))
-		}
-	}
-	var pos []string
-	args := c.Args().Slice()
-	for len(args) > 0 {
-		if err := set.Parse(args); err != nil {
-			return nil, fmt.Errorf("%s: %w", c.Command.Name, err)
-		}
-		args = set.Args()
-		if len(args) > 0 {
-			pos = append(pos, args[0])
-			args = args[1:]
-		}
-	}
-	if err := set.Parse(append([]string{"--"}, pos...)); err != nil {
-		return nil, err
-	}
-	return cli.NewContext(c.App, set, c.Lineage()[1]), nil
-}
-
 func parseIDs(s string) ([]int, error) {
 	var ids []int
 	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
@@ -110,10 +70,6 @@ func traceWeights(q quant.Type) string {
 }
 
 func runRun(c *cli.Context) error {
-	c, err := withTrailingFlags(c)
-	if err != nil {
-		return cli.Exit(err.Error(), exitUsage)
-	}
 	if c.NArg() != 1 {
 		return cli.Exit("run: give one model FILE", exitUsage)
 	}

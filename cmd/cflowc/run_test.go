@@ -17,7 +17,7 @@ import (
 
 func runApp(args ...string) int {
 	app := &cli.App{Name: "cflowc", Commands: commands, ExitErrHandler: func(*cli.Context, error) {}}
-	err := app.Run(append([]string{"cflowc"}, args...))
+	err := app.Run(interspersed(append([]string{"cflowc"}, args...), commands))
 	if err == nil {
 		return 0
 	}

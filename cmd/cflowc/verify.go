@@ -29,10 +29,6 @@ func init() {
 }
 
 func runVerify(c *cli.Context) error {
-	c, err := withTrailingFlags(c)
-	if err != nil {
-		return cli.Exit(err.Error(), exitUsage)
-	}
 	if c.NArg() != 1 {
 		return cli.Exit("verify: give one model FILE", exitUsage)
 	}

@@ -1,0 +1,31 @@
+package main
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+)
+
+func TestInterspersedMovesFlagsBeforePositionals(t *testing.T) {
+	cmds := []*cli.Command{
+		{Name: "run", Flags: []cli.Flag{&cli.StringFlag{Name: "prompt-ids"}, &cli.BoolFlag{Name: "json"}}},
+		{Name: "export", Subcommands: []*cli.Command{{Name: "gguf", Flags: []cli.Flag{&cli.StringFlag{Name: "o", Aliases: []string{"output"}}}}}},
+	}
+	cases := []struct{ in, want []string }{
+		{[]string{"cflowc", "run", "m.cflow", "--prompt-ids", "1,2", "--json"},
+			[]string{"cflowc", "run", "--prompt-ids", "1,2", "--json", "m.cflow"}},
+		{[]string{"cflowc", "run", "--json", "m.cflow", "--prompt-ids=3"},
+			[]string{"cflowc", "run", "--json", "--prompt-ids=3", "m.cflow"}},
+		{[]string{"cflowc", "export", "gguf", "m.cflow", "-o", "x.gguf"},
+			[]string{"cflowc", "export", "gguf", "-o", "x.gguf", "m.cflow"}},
+		{[]string{"cflowc", "run", "m.cflow", "--", "--json"},
+			[]string{"cflowc", "run", "m.cflow", "--", "--json"}},
+		{[]string{"cflowc", "--version"}, []string{"cflowc", "--version"}},
+	}
+	for _, c := range cases {
+		if got := interspersed(c.in, cmds); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%q → %q, want %q", c.in, got, c.want)
+		}
+	}
+}
