@@ -11,6 +11,7 @@ import (
 
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/quant"
+	"github.com/cflow-dev/cflow/vflowfmt"
 )
 
 // Options control one conversion. The zero value converts with detection,
@@ -88,7 +89,11 @@ func Convert(ctx context.Context, input, output string, opt Options) (*Result, e
 	rec := &NUMAPlan{Version: 1, Nodes: nodes}
 	lastUse := map[*tensor]int{}
 	var inBytes int64
-	ly := &layouter{c: c, s: s, pl: pl, nm: naming{mixtral: s.p.mixtral}, rec: rec}
+	var groups []vflowfmt.Group
+	if format == FormatVFlow {
+		groups = vflowfmt.GroupsFor(&s.h, s.md)
+	}
+	ly := &layouter{c: c, s: s, pl: pl, nm: naming{mixtral: s.p.mixtral}, rec: rec, groups: groups}
 	ly.visit = func(o *op) error {
 		switch o.kind {
 		case opTile:
@@ -120,7 +125,7 @@ func Convert(ctx context.Context, input, output string, opt Options) (*Result, e
 		workers = runtime.GOMAXPROCS(0)
 	}
 	em := &emitter{
-		ly:       &layouter{c: c, s: s, pl: pl, nm: ly.nm},
+		ly:       &layouter{c: c, s: s, pl: pl, nm: ly.nm, groups: groups},
 		w:        w,
 		workers:  workers,
 		window:   8 * workers,

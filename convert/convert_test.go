@@ -12,6 +12,7 @@ import (
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/quant"
 	"github.com/cflow-dev/cflow/runtime/plan"
+	"github.com/cflow-dev/cflow/vflowfmt"
 )
 
 var quants = []quant.Type{quant.Q4_0, quant.Q8_0, quant.F32}
@@ -29,6 +30,59 @@ func openChecked(t *testing.T, path string) *cflowfmt.File {
 		t.Fatalf("check %s: %v", path, err)
 	}
 	return f
+}
+
+func openCheckedV(t *testing.T, path string) *vflowfmt.File {
+	t.Helper()
+	f, err := vflowfmt.Open(path)
+	if err != nil {
+		t.Fatalf("open %s: %v", path, err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if err := f.Check(); err != nil {
+		t.Fatalf("check %s: %v", path, err)
+	}
+	return f
+}
+
+// sameModel requires the two readers' Models to hold the same tiles (header
+// and bytes) in the same per-layer order, and the same experts.
+func sameModel(t *testing.T, a, b *cflowfmt.Model) {
+	t.Helper()
+	same := func(what string, x, y []cflowfmt.MappedTile) {
+		if len(x) != len(y) {
+			t.Fatalf("%s: %d vs %d tiles", what, len(x), len(y))
+		}
+		for i := range x {
+			if x[i].TileHeader != y[i].TileHeader || !bytes.Equal(x[i].Scales, y[i].Scales) || !bytes.Equal(x[i].Data, y[i].Data) {
+				t.Fatalf("%s tile %d differs: %+v vs %+v", what, i, x[i].TileHeader, y[i].TileHeader)
+			}
+		}
+	}
+	if a.Header.HiddenSize != b.Header.HiddenSize || len(a.Layers) != len(b.Layers) {
+		t.Fatal("models differ in geometry")
+	}
+	for l := range a.Layers {
+		x, y := &a.Layers[l], &b.Layers[l]
+		same("qkv", x.QKV, y.QKV)
+		same("o", x.O, y.O)
+		same("gateup", x.GateUp, y.GateUp)
+		same("down", x.Down, y.Down)
+		same("router", x.Router, y.Router)
+		for e := range x.Experts {
+			tx, err := a.ExpertTiles(l, e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ty, err := b.ExpertTiles(l, e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			same("expert", tx, ty)
+		}
+	}
+	same("embed", a.Embed, b.Embed)
+	same("lm_head", a.LMHead, b.LMHead)
 }
 
 type locTile struct {
@@ -151,6 +205,23 @@ func TestConvertEveryArchitecture(t *testing.T) {
 				if q == quant.Q4_0 {
 					checkInterleave(t, f, tiles)
 				}
+				vout := strings.TrimSuffix(out, ".cflow") + ".vflow"
+				if _, err := Convert(context.Background(), fx.dir, vout, Options{Quant: q, NUMANodes: 1}); err != nil {
+					t.Fatalf("%s .vflow: %v", q, err)
+				}
+				vf := openCheckedV(t, vout)
+				var vt []locTile
+				if err := vf.Walk(func(l cflowfmt.Loc, mt *cflowfmt.MappedTile) error {
+					vt = append(vt, locTile{l, *mt})
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+				if len(vt) != len(tiles) {
+					t.Fatalf(".vflow has %d tiles, .cflow %d", len(vt), len(tiles))
+				}
+				checkTilesAgainstTruth(t, fx, vt, q)
+				sameModel(t, f.Model, vf.Model)
 			}
 		})
 	}

@@ -9,15 +9,17 @@ import (
 	"github.com/cflow-dev/cflow/quant"
 )
 
-// sink is the part of a format writer the emitter drives. cflowfmt.Writer
-// and the .vflow adapter implement it; tests use a recording fake.
+// sink is a format writer as the emitter drives it: region ops (slot,
+// stage, vocabulary, expert starts) go through begin, tiles and norms
+// straight to the writer. formats.go adapts cflowfmt.Writer and
+// vflowfmt.Writer.
 type sink interface {
-	BeginSlot(layer, slot int) error
+	begin(o *op) error
 	WriteTile(th cflowfmt.TileHeader, t *quant.Tile) error
 	WriteNorm(layer int, m cflowfmt.MatrixID, v []float32) error
-	BeginExpert(e int) error
-	EndSlot() error
 	Offset() int64
+	Close() error
+	Abort()
 }
 
 // job is a tile op travelling through the pipeline: workers fill tile, the
@@ -46,7 +48,6 @@ type emitter struct {
 	progress func(inputBytes int64)
 
 	slotStart int64
-	slot      int
 }
 
 func (e *emitter) run(ctx context.Context) error {
@@ -131,18 +132,16 @@ func encodeJob(j *job, scratch []float32) {
 func (e *emitter) write(j *job) error {
 	o := j.o
 	switch o.kind {
-	case opBeginSlot:
-		if err := e.w.BeginSlot(o.layer, o.slot); err != nil {
+	case opBeginSlot, opMark:
+		if err := e.w.begin(o); err != nil {
 			return err
 		}
-		// The writer pads before each tile, so the slot's first tile
+		// The writer pads before each tile, so the region's first tile
 		// starts at the next aligned offset.
-		e.slotStart, e.slot = cflowfmt.AlignUp(e.w.Offset()), o.slot
+		e.slotStart = cflowfmt.AlignUp(e.w.Offset())
 		return nil
-	case opEndSlot:
-		return e.w.EndSlot()
-	case opBeginExpert:
-		return e.w.BeginExpert(o.expert)
+	case opEndSlot, opBeginExpert, opBeginStage, opBeginVocab:
+		return e.w.begin(o)
 	case opNorm:
 		if err := e.checkRel(o); err != nil {
 			return err
@@ -166,9 +165,6 @@ func (e *emitter) write(j *job) error {
 }
 
 func (e *emitter) checkRel(o *op) error {
-	if e.slot == cflowfmt.SlotExpertBank {
-		return nil
-	}
 	if got := cflowfmt.AlignUp(e.w.Offset()) - e.slotStart; got != o.rel {
 		return fmt.Errorf("internal: %s tile at slot offset %d, the NUMA plan expected %d", o.th.Matrix, got, o.rel)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/vflowfmt"
 )
 
 // Format is an output file format, picked from the output's extension.
@@ -29,20 +30,52 @@ func FormatOf(path string) (Format, error) {
 	return "", fmt.Errorf("%s: output extension must be .cflow or .vflow", path)
 }
 
-// fileWriter is a sink that can be committed or discarded; both writers
-// stage into a temp file next to the target and rename on Close.
-type fileWriter interface {
-	sink
-	Close() error
-	Abort()
-}
-
-func createWriter(f Format, path string, s *modelSpec) (fileWriter, error) {
+func createWriter(f Format, path string, s *modelSpec) (sink, error) {
 	switch f {
 	case FormatCFlow:
-		return cflowfmt.Create(path, s.h, s.md)
+		w, err := cflowfmt.Create(path, s.h, s.md)
+		if err != nil {
+			return nil, err
+		}
+		return cflowSink{w}, nil
 	case FormatVFlow:
-		return createVFlow(path, s)
+		w, err := vflowfmt.Create(path, s.h, s.md)
+		if err != nil {
+			return nil, err
+		}
+		return vflowSink{w}, nil
 	}
 	return nil, fmt.Errorf("unknown format %q", f)
+}
+
+// cflowSink maps region ops onto the .cflow writer's slots.
+type cflowSink struct{ *cflowfmt.Writer }
+
+func (w cflowSink) begin(o *op) error {
+	switch o.kind {
+	case opBeginSlot:
+		return w.BeginSlot(o.layer, o.slot)
+	case opEndSlot:
+		return w.EndSlot()
+	case opBeginExpert:
+		return w.BeginExpert(o.expert)
+	}
+	return fmt.Errorf("internal: op %d in a .cflow layout", o.kind)
+}
+
+// vflowSink maps region ops onto the .vflow writer's stages.
+type vflowSink struct{ *vflowfmt.Writer }
+
+func (w vflowSink) begin(o *op) error {
+	switch o.kind {
+	case opBeginStage:
+		return w.BeginGroupStage(o.layer, o.slot)
+	case opBeginVocab:
+		return w.BeginVocab(o.slot)
+	case opBeginExpert:
+		return w.BeginExpert(o.layer, o.expert)
+	case opMark:
+		return nil
+	}
+	return fmt.Errorf("internal: op %d in a .vflow layout", o.kind)
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/quant"
 	"github.com/cflow-dev/cflow/runtime/plan"
+	"github.com/cflow-dev/cflow/vflowfmt"
 )
 
 type opKind uint8
@@ -16,6 +17,9 @@ const (
 	opTile
 	opBeginExpert
 	opEndSlot
+	opBeginStage // .vflow: group stage; layer holds the group index
+	opBeginVocab // .vflow: vocabulary slot
+	opMark       // a layer's part of a .vflow stage starts (offsets restart)
 )
 
 // op is one writer call in file order. The layout produces ops; the
@@ -57,6 +61,10 @@ type layouter struct {
 	tiles   int // tile index within the current slot
 	curSlot int
 	rec     *NUMAPlan
+	// groups, when set, selects .vflow order: per vertical group its
+	// attention, dense and MoE stages (each layer in turn), then the
+	// vocabulary slots, then every layer's experts.
+	groups []vflowfmt.Group
 }
 
 func (ly *layouter) emit(o *op) error {
@@ -65,8 +73,12 @@ func (ly *layouter) emit(o *op) error {
 	return ly.visit(o)
 }
 
-// run walks plan.Layout order, then the vocabulary entry.
+// run walks plan.Layout order, then the vocabulary entry (.cflow), or the
+// group/stage order of .vflow.
 func (ly *layouter) run() error {
+	if ly.groups != nil {
+		return ly.runVFlow()
+	}
 	h := &ly.s.h
 	for _, st := range ly.s.steps {
 		var err error
@@ -83,15 +95,75 @@ func (ly *layouter) run() error {
 		}
 	}
 	v := int(h.NumLayers)
-	if err := ly.slot(v, cflowfmt.SlotEmbed, func() error { return ly.single(v, cflowfmt.MatEmbed) }); err != nil {
-		return err
-	}
-	if !h.Has(cflowfmt.FlagTiedEmbed) {
-		if err := ly.slot(v, cflowfmt.SlotLMHead, func() error { return ly.single(v, cflowfmt.MatLMHead) }); err != nil {
+	for _, vs := range ly.vocabSlots() {
+		if err := ly.slot(v, vs.slot, vs.body); err != nil {
 			return err
 		}
 	}
-	return ly.slot(v, cflowfmt.SlotFinalNorm, func() error { return ly.norm(v, cflowfmt.MatFinalNorm) })
+	return nil
+}
+
+type vocabSlot struct {
+	slot int
+	body func() error
+}
+
+func (ly *layouter) vocabSlots() []vocabSlot {
+	v := int(ly.s.h.NumLayers)
+	out := []vocabSlot{{cflowfmt.SlotEmbed, func() error { return ly.single(v, cflowfmt.MatEmbed) }}}
+	if !ly.s.h.Has(cflowfmt.FlagTiedEmbed) {
+		out = append(out, vocabSlot{cflowfmt.SlotLMHead, func() error { return ly.single(v, cflowfmt.MatLMHead) }})
+	}
+	return append(out, vocabSlot{cflowfmt.SlotFinalNorm, func() error { return ly.norm(v, cflowfmt.MatFinalNorm) }})
+}
+
+// mark starts a layer's share of a .vflow region: relative offsets and
+// tile indices restart there, matching Model.Layers[l].Streams[slot].
+func (ly *layouter) mark(l, slot int) error {
+	ly.rel, ly.tiles, ly.curSlot = 0, 0, slot
+	return ly.emit(&op{kind: opMark, layer: l, slot: slot})
+}
+
+func (ly *layouter) runVFlow() error {
+	h := &ly.s.h
+	bodies := [vflowfmt.NumStages]func(int) error{ly.attnBody, ly.denseBody, ly.moeBody}
+	need := [vflowfmt.NumStages]bool{true, h.IntermediateSize > 0, h.NumExperts > 0}
+	for gi, g := range ly.groups {
+		for st := 0; st < vflowfmt.NumStages; st++ {
+			if !need[st] {
+				continue
+			}
+			if err := ly.emit(&op{kind: opBeginStage, layer: gi, slot: st}); err != nil {
+				return err
+			}
+			for l := g.First; l < g.First+g.Count; l++ {
+				if err := ly.mark(l, st); err != nil {
+					return err
+				}
+				if err := bodies[st](l); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	v := int(h.NumLayers)
+	for _, vs := range ly.vocabSlots() {
+		if err := ly.emit(&op{kind: opBeginVocab, slot: vs.slot}); err != nil {
+			return err
+		}
+		if err := ly.mark(v, vs.slot); err != nil {
+			return err
+		}
+		if err := vs.body(); err != nil {
+			return err
+		}
+	}
+	for l := 0; l < v && h.NumExperts > 0; l++ {
+		if err := ly.bankBody(l); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (ly *layouter) slot(l, slot int, body func() error) error {
@@ -106,52 +178,68 @@ func (ly *layouter) slot(l, slot int, body func() error) error {
 }
 
 func (ly *layouter) attn(l int) error {
-	return ly.slot(l, cflowfmt.SlotAttn, func() error {
-		if err := ly.norm(l, cflowfmt.MatAttnNorm); err != nil {
-			return err
-		}
-		ids := []cflowfmt.MatrixID{cflowfmt.MatQ, cflowfmt.MatK}
-		if ly.s.hasV(l) {
-			ids = append(ids, cflowfmt.MatV)
-		}
-		if err := ly.group(l, ids...); err != nil {
-			return err
-		}
-		return ly.single(l, cflowfmt.MatO)
-	})
+	return ly.slot(l, cflowfmt.SlotAttn, func() error { return ly.attnBody(l) })
 }
 
 func (ly *layouter) dense(l int) error {
-	return ly.slot(l, cflowfmt.SlotDense, func() error {
-		if err := ly.norm(l, cflowfmt.MatFFNNorm); err != nil {
-			return err
-		}
-		if err := ly.group(l, cflowfmt.MatGate, cflowfmt.MatUp); err != nil {
-			return err
-		}
-		return ly.single(l, cflowfmt.MatDown)
-	})
+	return ly.slot(l, cflowfmt.SlotDense, func() error { return ly.denseBody(l) })
 }
 
 func (ly *layouter) moe(l int) error {
-	h := &ly.s.h
-	err := ly.slot(l, cflowfmt.SlotMoE, func() error {
-		switch {
-		case h.CombineStyle == cflowfmt.DelayedSum:
-			if err := ly.norm(l, cflowfmt.MatMoENorm); err != nil {
-				return err
-			}
-		case h.IntermediateSize == 0:
-			if err := ly.norm(l, cflowfmt.MatFFNNorm); err != nil {
-				return err
-			}
-		}
-		return ly.single(l, cflowfmt.MatRouter)
-	})
-	if err != nil {
+	if err := ly.slot(l, cflowfmt.SlotMoE, func() error { return ly.moeBody(l) }); err != nil {
 		return err
 	}
-	return ly.slot(l, cflowfmt.SlotExpertBank, func() error {
+	return ly.slot(l, cflowfmt.SlotExpertBank, func() error { return ly.bankBody(l) })
+}
+
+// attnBody: attn_norm, Q/K/V interleaved by stripe, O.
+func (ly *layouter) attnBody(l int) error {
+	if err := ly.norm(l, cflowfmt.MatAttnNorm); err != nil {
+		return err
+	}
+	ids := []cflowfmt.MatrixID{cflowfmt.MatQ, cflowfmt.MatK}
+	if ly.s.hasV(l) {
+		ids = append(ids, cflowfmt.MatV)
+	}
+	if err := ly.group(l, ids...); err != nil {
+		return err
+	}
+	return ly.single(l, cflowfmt.MatO)
+}
+
+// denseBody: ffn_norm, gate/up interleaved by stripe, down.
+func (ly *layouter) denseBody(l int) error {
+	if err := ly.norm(l, cflowfmt.MatFFNNorm); err != nil {
+		return err
+	}
+	if err := ly.group(l, cflowfmt.MatGate, cflowfmt.MatUp); err != nil {
+		return err
+	}
+	return ly.single(l, cflowfmt.MatDown)
+}
+
+// moeBody: the router's norm (moe_norm for DelayedSum, ffn_norm when the
+// MoE replaces the dense FFN; none when it shares the FFN's input), then
+// the router.
+func (ly *layouter) moeBody(l int) error {
+	h := &ly.s.h
+	switch {
+	case h.CombineStyle == cflowfmt.DelayedSum:
+		if err := ly.norm(l, cflowfmt.MatMoENorm); err != nil {
+			return err
+		}
+	case h.IntermediateSize == 0:
+		if err := ly.norm(l, cflowfmt.MatFFNNorm); err != nil {
+			return err
+		}
+	}
+	return ly.single(l, cflowfmt.MatRouter)
+}
+
+// bankBody: every expert's gate, up and down, expert by expert.
+func (ly *layouter) bankBody(l int) error {
+	h := &ly.s.h
+	{
 		ec := ly.pl.experts()
 		for n := 0; n < ly.pl.nodes; n++ {
 			if ec[n] < ec[n+1] && ly.rec != nil {
@@ -177,7 +265,7 @@ func (ly *layouter) moe(l int) error {
 			}
 		}
 		return nil
-	})
+	}
 }
 
 // want returns the shape a matrix must have.

@@ -53,6 +53,11 @@ func TestStories260K(t *testing.T) {
 		}
 		tiles := walk(t, f)
 		checkPlanOrder(t, f, tiles)
+		vout := filepath.Join(t.TempDir(), "s."+q.String()+".vflow")
+		if _, err := Convert(context.Background(), stories, vout, Options{Quant: q}); err != nil {
+			t.Fatal(err)
+		}
+		sameModel(t, f.Model, openCheckedV(t, vout).Model)
 		if q != quant.F32 {
 			continue
 		}

@@ -55,7 +55,7 @@ func cuts(total, unit, n int) []int {
 	units := (total + unit - 1) / unit
 	c := make([]int, n+1)
 	for i := 0; i <= n; i++ {
-		c[i] = min(total, (i*units/n)*unit)
+		c[i] = min(total, ((i*units+n-1)/n)*unit) // earlier nodes take the remainder
 	}
 	return c
 }
