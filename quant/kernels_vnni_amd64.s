@@ -33,10 +33,62 @@ IDX4(idx81<>, 2, 2, 3, 3)
 IDX4(idx82<>, 4, 4, 5, 5)
 IDX4(idx83<>, 6, 6, 7, 7)
 
+// Sixteen rows at a time, the row sums are reduced together: RED1..RED4
+// transpose-and-add pairs of accumulators (rows a|b → 8+8 lanes, then 4
+// rows × 4 lanes, 8 rows × 2, 16 rows × 1), so a row costs about 3
+// shuffle/add instructions instead of 8 for its own horizontal sum, and y
+// is updated with one 16-float add. Lane 4j+k of the result holds row
+// j+4k; rowperm puts row r in lane r. Scratch: Z12, Z13.
+#define RED1(a, b) VSHUFF64X2 $0x44, b, a, Z12; VSHUFF64X2 $0xee, b, a, Z13; VADDPS Z13, Z12, a
+#define RED2(a, b) VSHUFF64X2 $0x88, b, a, Z12; VSHUFF64X2 $0xdd, b, a, Z13; VADDPS Z13, Z12, a
+#define RED3(a, b) VSHUFPS $0x44, b, a, Z12; VSHUFPS $0xee, b, a, Z13; VADDPS Z13, Z12, a
+#define RED4(a, b) VSHUFPS $0x88, b, a, Z12; VSHUFPS $0xdd, b, a, Z13; VADDPS Z13, Z12, a
+
+DATA rowperm<>+0(SB)/4, $0
+DATA rowperm<>+4(SB)/4, $4
+DATA rowperm<>+8(SB)/4, $8
+DATA rowperm<>+12(SB)/4, $12
+DATA rowperm<>+16(SB)/4, $1
+DATA rowperm<>+20(SB)/4, $5
+DATA rowperm<>+24(SB)/4, $9
+DATA rowperm<>+28(SB)/4, $13
+DATA rowperm<>+32(SB)/4, $2
+DATA rowperm<>+36(SB)/4, $6
+DATA rowperm<>+40(SB)/4, $10
+DATA rowperm<>+44(SB)/4, $14
+DATA rowperm<>+48(SB)/4, $3
+DATA rowperm<>+52(SB)/4, $7
+DATA rowperm<>+56(SB)/4, $11
+DATA rowperm<>+60(SB)/4, $15
+GLOBL rowperm<>(SB), RODATA|NOPTR, $64
+
+// ROWS16(ROW) runs ROW(acc) for sixteen rows, reducing as it goes, and adds
+// the sums into y[0:16] at R9. Accumulators Z7–Z11.
+#define ROWS16(ROW) \
+	ROW(Z7); ROW(Z8); RED1(Z7, Z8); \
+	ROW(Z8); ROW(Z9); RED1(Z8, Z9); \
+	RED2(Z7, Z8); \
+	ROW(Z8); ROW(Z9); RED1(Z8, Z9); \
+	ROW(Z9); ROW(Z10); RED1(Z9, Z10); \
+	RED2(Z8, Z9); \
+	RED3(Z7, Z8); \
+	ROW(Z8); ROW(Z9); RED1(Z8, Z9); \
+	ROW(Z9); ROW(Z10); RED1(Z9, Z10); \
+	RED2(Z8, Z9); \
+	ROW(Z9); ROW(Z10); RED1(Z9, Z10); \
+	ROW(Z10); ROW(Z11); RED1(Z10, Z11); \
+	RED2(Z9, Z10); \
+	RED3(Z8, Z9); \
+	RED4(Z7, Z8); \
+	VPERMPS Z7, Z14, Z7; \
+	VADDPS  (R9), Z7, Z7; \
+	VMOVUPS Z7, (R9); \
+	ADDQ    $64, R9
+
 // Q4BLK handles four groups (64 data bytes) at off(DI): nibbles q (0..15)
 // as unsigned bytes against the int8 activation halves xl/xh, seeded with
 // the −8·Σx bias, then converted and scaled per lane by sv.
-#define Q4BLK(off, k, xl, xh, bias, sv) \
+#define Q4BLK(off, k, xl, xh, bias, sv, acc) \
 	VMOVDQU32.Z off(DI), k, Z3; \
 	VPSRLW      $4, Z3, Z4;     \
 	VPANDD      Z31, Z3, Z3;    \
@@ -45,7 +97,19 @@ IDX4(idx83<>, 6, 6, 7, 7)
 	VPDPBUSD    xl, Z3, Z5;     \
 	VPDPBUSD    xh, Z4, Z5;     \
 	VCVTDQ2PS   Z5, Z5;         \
-	VFMADD231PS sv, Z5, Z6
+	VFMADD231PS sv, Z5, acc
+
+// Q4ROW computes one row (groups > 4) into acc and advances SI, DI.
+#define Q4ROW(acc) \
+	VCVTPH2PS.Z (SI), K3, Y0; \
+	VMULPS      Y26, Y0, Y0;  \
+	VPERMPS     Z0, Z27, Z1;  \
+	VPERMPS     Z0, Z28, Z2;  \
+	VXORPS      acc, acc, acc; \
+	Q4BLK(0, K1, Z20, Z21, Z22, Z1, acc); \
+	Q4BLK(64, K2, Z23, Z24, Z25, Z2, acc); \
+	ADDQ        R10, SI; \
+	ADDQ        R11, DI
 
 // func q4vnni512(sc, data *byte, rows, groups int, xl, xh *int8, c4 *int32, dx, y *float32, k0, k1, kg int)
 //
@@ -78,6 +142,7 @@ TEXT ·q4vnni512(SB), NOSPLIT, $0-96
 	VMOVUPS.Z    (AX), K3, Y26
 	VMOVDQU32    idx4a<>(SB), Z27
 	VMOVDQU32    idx4b<>(SB), Z28
+	VMOVDQU32    rowperm<>(SB), Z14
 	LEAQ         (R8)(R8*1), R10
 	MOVQ         R8, R11
 	SHLQ         $4, R11
@@ -89,7 +154,7 @@ q4vnni4:
 	VMULPS      Y26, Y0, Y0
 	VPERMPS     Z0, Z27, Z1
 	VXORPS      Z6, Z6, Z6
-	Q4BLK(0, K1, Z20, Z21, Z22, Z1)
+	Q4BLK(0, K1, Z20, Z21, Z22, Z1, Z6)
 	HSUM16(Z6, Y6, X6, Y7, X7)
 	VADDSS      (R9), X6, X6
 	VMOVSS      X6, (R9)
@@ -102,13 +167,25 @@ q4vnni4:
 	RET
 
 q4vnni8:
+	CMPQ CX, $16
+	JLT  q4vnni8one
+
+q4vnni16:
+	ROWS16(Q4ROW)
+	SUBQ $16, CX
+	CMPQ CX, $16
+	JGE  q4vnni16
+	TESTQ CX, CX
+	JZ   q4vnnidone
+
+q4vnni8one:
 	VCVTPH2PS.Z (SI), K3, Y0
 	VMULPS      Y26, Y0, Y0
 	VPERMPS     Z0, Z27, Z1
 	VPERMPS     Z0, Z28, Z2
 	VXORPS      Z6, Z6, Z6
-	Q4BLK(0, K1, Z20, Z21, Z22, Z1)
-	Q4BLK(64, K2, Z23, Z24, Z25, Z2)
+	Q4BLK(0, K1, Z20, Z21, Z22, Z1, Z6)
+	Q4BLK(64, K2, Z23, Z24, Z25, Z2, Z6)
 	HSUM16(Z6, Y6, X6, Y7, X7)
 	VADDSS      (R9), X6, X6
 	VMOVSS      X6, (R9)
@@ -116,21 +193,35 @@ q4vnni8:
 	ADDQ        R11, DI
 	ADDQ        $4, R9
 	DECQ        CX
-	JNZ         q4vnni8
+	JNZ         q4vnni8one
+
+q4vnnidone:
 	VZEROUPPER
 	RET
 
 // Q8BLK handles two groups (64 data bytes) at off(DI): weights w stored as
 // int8 become unsigned w+128 by flipping the sign bit; the bias lanes hold
 // −128·Σx to undo it.
-#define Q8BLK(off, k, x8, bias, idx) \
+#define Q8BLK(off, k, x8, bias, idx, acc) \
 	VMOVDQU32.Z off(DI), k, Z3; \
 	VPXORD      Z31, Z3, Z3;    \
 	VMOVDQA32   bias, Z5;       \
 	VPDPBUSD    x8, Z3, Z5;     \
 	VCVTDQ2PS   Z5, Z5;         \
 	VPERMPS     Z0, idx, Z1;    \
-	VFMADD231PS Z1, Z5, Z6
+	VFMADD231PS Z1, Z5, acc
+
+// Q8ROW computes one full-width row (8 groups) into acc and advances SI, DI.
+#define Q8ROW(acc) \
+	VCVTPH2PS.Z (SI), K3, Y0; \
+	VMULPS      Y26, Y0, Y0;  \
+	VXORPS      acc, acc, acc; \
+	Q8BLK(0, K1, Z16, Z20, Z27, acc); \
+	Q8BLK(64, K2, Z17, Z21, Z28, acc); \
+	Q8BLK(128, K4, Z18, Z22, Z29, acc); \
+	Q8BLK(192, K5, Z19, Z23, Z30, acc); \
+	ADDQ        R10, SI; \
+	ADDQ        R11, DI
 
 // func q8vnni512(sc, data *byte, rows, groups int, x8 *int8, c8 *int32, dx, y *float32, k0, k1, k2, k3, kg int)
 TEXT ·q8vnni512(SB), NOSPLIT, $0-104
@@ -167,24 +258,38 @@ TEXT ·q8vnni512(SB), NOSPLIT, $0-104
 	VMOVDQU32    idx81<>(SB), Z28
 	VMOVDQU32    idx82<>(SB), Z29
 	VMOVDQU32    idx83<>(SB), Z30
+	VMOVDQU32    rowperm<>(SB), Z14
 	LEAQ         (R8)(R8*1), R10
 	MOVQ         R8, R11
 	SHLQ         $5, R11
+	CMPQ         R8, $8
+	JNE          q8vnnirow
+
+q8vnni16:
+	CMPQ CX, $16
+	JLT  q8vnnirest
+	ROWS16(Q8ROW)
+	SUBQ $16, CX
+	JMP  q8vnni16
+
+q8vnnirest:
+	TESTQ CX, CX
+	JZ    q8vnnidone
 
 q8vnnirow:
 	VCVTPH2PS.Z (SI), K3, Y0
 	VMULPS      Y26, Y0, Y0
 	VXORPS      Z6, Z6, Z6
-	Q8BLK(0, K1, Z16, Z20, Z27)
+	Q8BLK(0, K1, Z16, Z20, Z27, Z6)
 	CMPQ        R8, $2
 	JLE         q8vnnisum
-	Q8BLK(64, K2, Z17, Z21, Z28)
+	Q8BLK(64, K2, Z17, Z21, Z28, Z6)
 	CMPQ        R8, $4
 	JLE         q8vnnisum
-	Q8BLK(128, K4, Z18, Z22, Z29)
+	Q8BLK(128, K4, Z18, Z22, Z29, Z6)
 	CMPQ        R8, $6
 	JLE         q8vnnisum
-	Q8BLK(192, K5, Z19, Z23, Z30)
+	Q8BLK(192, K5, Z19, Z23, Z30, Z6)
 
 q8vnnisum:
 	HSUM16(Z6, Y6, X6, Y7, X7)
@@ -195,6 +300,8 @@ q8vnnisum:
 	ADDQ   $4, R9
 	DECQ   CX
 	JNZ    q8vnnirow
+
+q8vnnidone:
 	VZEROUPPER
 	RET
 
