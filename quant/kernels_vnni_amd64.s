@@ -99,8 +99,13 @@ GLOBL rowperm<>(SB), RODATA|NOPTR, $64
 	VCVTDQ2PS   Z5, Z5;         \
 	VFMADD231PS sv, Z5, acc
 
-// Q4ROW computes one row (groups > 4) into acc and advances SI, DI.
+// Q4ROW computes one row (groups > 4) into acc and advances SI, DI. The
+// prefetches run 2 KiB ahead in the tile stream (tiles of a stripe are
+// contiguous, so near a tile's end they fetch the next tile's scales and
+// data); measured worth ~10% on a matrix streamed from DRAM.
 #define Q4ROW(acc) \
+	PREFETCHT0  2048(DI); \
+	PREFETCHT0  2112(DI); \
 	VCVTPH2PS.Z (SI), K3, Y0; \
 	VMULPS      Y26, Y0, Y0;  \
 	VPERMPS     Z0, Z27, Z1;  \
@@ -211,8 +216,13 @@ q4vnnidone:
 	VPERMPS     Z0, idx, Z1;    \
 	VFMADD231PS Z1, Z5, acc
 
-// Q8ROW computes one full-width row (8 groups) into acc and advances SI, DI.
+// Q8ROW computes one full-width row (8 groups) into acc and advances SI,
+// DI, prefetching like Q4ROW.
 #define Q8ROW(acc) \
+	PREFETCHT0  2048(DI); \
+	PREFETCHT0  2112(DI); \
+	PREFETCHT0  2176(DI); \
+	PREFETCHT0  2240(DI); \
 	VCVTPH2PS.Z (SI), K3, Y0; \
 	VMULPS      Y26, Y0, Y0;  \
 	VXORPS      acc, acc, acc; \
