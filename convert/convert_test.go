@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,6 +84,22 @@ func sameModel(t *testing.T, a, b *cflowfmt.Model) {
 	}
 	same("embed", a.Embed, b.Embed)
 	same("lm_head", a.LMHead, b.LMHead)
+	sameVec := func(what string, x, y []float32) {
+		if len(x) != len(y) {
+			t.Fatalf("%s: %d vs %d values", what, len(x), len(y))
+		}
+		for i := range x {
+			if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
+				t.Fatalf("%s[%d]: %v vs %v", what, i, x[i], y[i])
+			}
+		}
+	}
+	for l := range a.Layers {
+		sameVec("attn_norm", a.Layers[l].AttnNorm, b.Layers[l].AttnNorm)
+		sameVec("ffn_norm", a.Layers[l].FFNNorm, b.Layers[l].FFNNorm)
+		sameVec("moe_norm", a.Layers[l].MoENorm, b.Layers[l].MoENorm)
+	}
+	sameVec("final_norm", a.FinalNorm, b.FinalNorm)
 }
 
 type locTile struct {
