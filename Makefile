@@ -29,5 +29,21 @@ test: vet test-unit test-noasm fuzz-short
 bench:
 	./bench/side-by-side.sh
 
+# golden/: regenerate the PyTorch reference's fixtures, traces and quant
+# vectors (Debian's python3-torch + python3-numpy, run with $(PY)), then
+# regenerate into a scratch directory and require byte-identical output.
+golden:
+	cd golden && $(PY) -m cflow_ref.generate
+	cd golden && sha256sum fixtures/*/* traces/*.json testdata/*.json > SHA256SUMS
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	  (cd golden && $(PY) -m cflow_ref.generate --out "$$tmp" > /dev/null) && \
+	  (cd "$$tmp" && sha256sum --quiet -c "$(CURDIR)/golden/SHA256SUMS") && \
+	  echo "golden: deterministic, second run byte-identical ($$(wc -l < golden/SHA256SUMS) files)"
+
+# The reference's own tests (unittest, stdlib only beside torch/numpy; no
+# pytest needed). Outside CI: CI never needs torch.
+golden-test:
+	cd golden && $(PY) -m unittest discover -s tests -v
+
 clean:
 	rm -rf bin out .demo
