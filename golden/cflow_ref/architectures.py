@@ -145,6 +145,12 @@ class Model:
         final, residuals = self.sequence_layers(self.embed(tokens), _SequenceCtx())
         return self._output(final, residuals)
 
+    def forward_logits(self, tokens):
+        """Whole-sequence logits [T, V] only (no norms): the differentiable
+        entry point for training (issue 10) when the tensors require grad."""
+        final, _ = self.sequence_layers(self.embed(tokens), _SequenceCtx())
+        return self.head(final)
+
     def _output(self, final, residuals):
         assert len(residuals) == self.cfg.num_passes
         T = final.shape[0]

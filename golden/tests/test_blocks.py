@@ -91,6 +91,21 @@ class Blocks(unittest.TestCase):
         self.assertEqual(len(m.layers[5].attn.freqs), 3)
         self.assertEqual(m.layers[0].attn.window, 4)
 
+    def test_sequence_forward_is_differentiable(self):
+        # Training (issue 10) reuses these classes with tensors that require grad.
+        from cflow_ref import architectures, fixtures, config
+        from cflow_ref import weights as W
+        for name in ("arch2_4_combined", "arch4_async_experts", "gemma4"):
+            cfg_d, t, _ = fixtures.build(name)
+            params = {k: v.requires_grad_() for k, v in W.to_torch(t).items()}
+            m = architectures.build(config.from_dict(cfg_d), params)
+            tokens = [1, 5, 7, 9]
+            logits = m.forward_logits(tokens)
+            loss = torch.nn.functional.cross_entropy(logits[:-1], torch.tensor(tokens[1:]))
+            loss.backward()
+            self.assertIsNotNone(params["model.layers.0.self_attn.q_proj.weight"].grad)
+            self.assertTrue(any(p.grad is not None for k, p in params.items() if ".experts." in k))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -47,7 +47,7 @@ def main():
     a = {k: getattr(args, k) for k in DEFAULTS}
 
     torch.manual_seed(a["seed"])
-    torch.set_num_threads(2)
+    torch.set_num_threads(int(os.environ.get("CFLOW_TRAIN_THREADS", "1")))
     torch.use_deterministic_algorithms(True)
     cfg = M.make_config(args.arch, max_pos=a["seq"])
     model = M.Model(cfg)
