@@ -101,22 +101,24 @@ func CheckWalk(h *Header, md *Metadata, data []byte, walk func(func(Loc, *Mapped
 
 // Coverage checks that the tiles of each matrix cover it exactly once; it
 // is fed one region (slot or expert) at a time and checked with Finish.
-// Shared by both formats' Check.
+// Shared by both formats' Check. Memory is bounded by the tiles present:
+// the bitmap is built only after the tiles' areas add up to the matrix's,
+// so a header claiming a huge matrix cannot make Check allocate for it.
 type Coverage struct {
-	h    *Header
-	md   *Metadata
-	bits map[MatrixID][]uint64
-	last int64 // offset of the last tile added, for errors
+	h     *Header
+	md    *Metadata
+	tiles map[MatrixID][]*MappedTile
+	last  int64 // offset of the last tile added, for errors
 }
 
 // NewCoverage starts coverage checking for a file with header h.
 func NewCoverage(h *Header, md *Metadata) *Coverage {
-	return &Coverage{h: h, md: md, bits: map[MatrixID][]uint64{}}
+	return &Coverage{h: h, md: md, tiles: map[MatrixID][]*MappedTile{}}
 }
 
-// Add marks the weights of one tile, rejecting overlaps, tiles outside the
-// layer's exact shape, partial column groups away from the matrix edge and
-// non-finite F32 values in norms and routers.
+// Add checks one tile against the layer's exact shape, rejects partial
+// column groups away from the matrix edge and non-finite F32 values in
+// norms and routers, and files it for Finish.
 func (c *Coverage) Add(t *MappedTile) error {
 	c.last = t.Offset
 	rows, cols := MatrixShape(c.h, c.md, int(t.Layer), t.Matrix)
@@ -136,29 +138,15 @@ func (c *Coverage) Add(t *MappedTile) error {
 			}
 		}
 	}
-	g := quant.Groups(cols)
-	b := c.bits[t.Matrix]
-	if b == nil {
-		b = make([]uint64, (rows*g+63)/64)
-		c.bits[t.Matrix] = b
-	}
-	for r := ro; r < ro+tr; r++ {
-		for k := co / quant.GroupSize; k < quant.Groups(co+tc); k++ {
-			i := int(r)*g + k
-			if b[i/64]&(1<<(i%64)) != 0 {
-				return errAt(t.Offset, "layer %d %s tile overlaps another at row %d, column %d", t.Layer, t.Matrix, r, k*quant.GroupSize)
-			}
-			b[i/64] |= 1 << (i % 64)
-		}
-	}
+	c.tiles[t.Matrix] = append(c.tiles[t.Matrix], t)
 	return nil
 }
 
-// Finish checks the region's matrices are each fully covered and the
-// region holds every matrix it must (layer l, slot s of a layer entry,
+// Finish checks the region's matrices are each covered exactly once and
+// the region holds every matrix it must (layer l, slot s of a layer entry,
 // expert e ≥ 0 inside a bank), then resets for the next region.
 func (c *Coverage) Finish(l, s, e int) error {
-	defer func() { c.bits = map[MatrixID][]uint64{} }()
+	defer func() { c.tiles = map[MatrixID][]*MappedTile{} }()
 	var need []MatrixID
 	vocab := l == int(c.h.NumLayers)
 	switch {
@@ -180,19 +168,33 @@ func (c *Coverage) Finish(l, s, e int) error {
 		need = []MatrixID{MatExpertGate, MatExpertUp, MatExpertDown}
 	}
 	for _, m := range need {
-		if c.bits[m] == nil {
+		if c.tiles[m] == nil {
 			return errAt(c.last, "layer %d slot %d%s has no %s tiles", l, s, expertSuffix(e), m)
 		}
 	}
-	for m, b := range c.bits {
+	for m, ts := range c.tiles {
 		rows, cols := MatrixShape(c.h, c.md, l, m)
-		n := rows * quant.Groups(cols)
-		for i := 0; i < n; i++ {
-			if b[i/64]&(1<<(i%64)) == 0 {
-				g := quant.Groups(cols)
-				return errAt(c.last, "layer %d%s %s: row %d, columns %d.. not covered by any tile", l, expertSuffix(e), m, i/g, (i%g)*quant.GroupSize)
+		g := quant.Groups(cols)
+		var area int64
+		for _, t := range ts {
+			area += int64(t.Tile.Rows) * int64(quant.Groups(int(t.ColOffset)+t.Tile.Cols)-int(t.ColOffset)/quant.GroupSize)
+		}
+		if want := int64(rows) * int64(g); area != want {
+			return errAt(ts[len(ts)-1].Offset, "layer %d%s %s: tiles cover %d of %d row-groups", l, expertSuffix(e), m, area, want)
+		}
+		b := make([]uint64, (int64(rows)*int64(g)+63)/64)
+		for _, t := range ts {
+			for r := int64(t.RowOffset); r < int64(t.RowOffset)+int64(t.Tile.Rows); r++ {
+				for k := int(t.ColOffset) / quant.GroupSize; k < quant.Groups(int(t.ColOffset)+t.Tile.Cols); k++ {
+					i := r*int64(g) + int64(k)
+					if b[i/64]&(1<<(i%64)) != 0 {
+						return errAt(t.Offset, "layer %d%s %s tile overlaps another at row %d, column %d", l, expertSuffix(e), m, r, k*quant.GroupSize)
+					}
+					b[i/64] |= 1 << (i % 64)
+				}
 			}
 		}
+		// Equal area and no overlap: every row-group is covered exactly once.
 	}
 	return nil
 }

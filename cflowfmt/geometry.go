@@ -71,12 +71,24 @@ func matrixShape(h *Header, hd int, m MatrixID) (rows, cols int) {
 	return 0, 0
 }
 
-// CheckWidths refuses geometry whose matrix inputs exceed MaxInputWidth;
-// writers call it in Create so the problem is reported before any tile.
+// CheckWidths refuses geometry whose matrix inputs exceed MaxInputWidth
+// (col_offset is a u16). Writers call it in Create so the problem is
+// reported before any tile; readers at Open, as a FormatError naming the
+// header field at fault.
 func (h *Header) CheckWidths() error {
-	for m := MatrixID(0); m < numMatrixIDs; m++ {
-		if _, in := MatrixBounds(h, m); in > MaxInputWidth {
-			return fmt.Errorf("matrix %s has %d input columns; col_offset (u16) addresses at most %d", m, in, MaxInputWidth)
+	hd := max(int(h.HeadDim), int(h.GlobalHeadDim))
+	for _, w := range []struct {
+		off   int64
+		name  string
+		width int
+	}{
+		{12, "hidden_size", int(h.HiddenSize)},
+		{16, "intermediate_size", int(h.IntermediateSize)},
+		{44, "expert_intermediate_size", int(h.ExpertIntermediateSize)},
+		{32, "num_heads × head_dim", int(h.NumHeads) * hd},
+	} {
+		if w.width > MaxInputWidth {
+			return &FormatError{Offset: w.off, What: fmt.Sprintf("%s %d is wider than col_offset (u16) can address (%d columns)", w.name, w.width, MaxInputWidth)}
 		}
 	}
 	return nil

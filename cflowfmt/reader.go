@@ -84,6 +84,9 @@ func parse(data []byte, name string) (*File, error) {
 	if err := h.UnmarshalBinary(data); err != nil {
 		return nil, err
 	}
+	if err := h.CheckWidths(); err != nil {
+		return nil, err
+	}
 	size := f.Size
 	L := int(h.NumLayers)
 	tableSize := int64(L+1) * SlotsPerLayer * 16

@@ -1,6 +1,7 @@
 package cflowfmt_test
 
 import (
+	"encoding/binary"
 	"errors"
 	"math/rand"
 	"os"
@@ -351,4 +352,32 @@ func TestWriteNormMatchesTiles(t *testing.T) {
 	}
 	defer f.Close()
 	checkModel(t, s, f.Model)
+}
+
+// TestHugeClaimedGeometry: a header claiming a 4M-token vocabulary over a
+// few-KB file opens (its tiles lie inside the claimed matrix) but Check
+// must refuse it quickly, without allocating for the claimed matrix; a
+// head geometry too wide for col_offset is refused at Open.
+func TestHugeClaimedGeometry(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.cflow")
+	if _, err := fmttest.WriteCflow(path, fmttest.Tiny(quant.Q4_0, true, false), nil); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	c := append([]byte(nil), b...)
+	binary.LittleEndian.PutUint32(c[20:], 1<<22)
+	f, err := cflowfmt.OpenBytes(c, "v.cflow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Check(); err == nil {
+		t.Fatal("Check accepted an embedding covering 9 of 4M rows")
+	}
+	c = append([]byte(nil), b...)
+	binary.LittleEndian.PutUint16(c[32:], 2) // num_heads
+	binary.LittleEndian.PutUint16(c[36:], 65534)
+	_, err = cflowfmt.OpenBytes(c, "h.cflow")
+	if fe := asFormatError(t, err, "h.cflow", len(c)); fe.Offset != 32 {
+		t.Fatalf("too-wide attention blamed offset %d, want 32", fe.Offset)
+	}
 }

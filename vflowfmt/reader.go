@@ -105,6 +105,9 @@ func parse(data []byte, name string) (*File, error) {
 	if err := x.UnmarshalBinary(xb); err != nil {
 		return nil, errAt(int64(mo), "metadata %s: %v", cflowfmt.KeyExecHeader, err)
 	}
+	if err := x.CheckWidths(); err != nil {
+		return nil, errAt(int64(mo), "metadata %s: %v", cflowfmt.KeyExecHeader, err)
+	}
 	if x.MetadataOffset != 0 || x.MetadataLength != 0 || x.LayerTableOffset != 0 {
 		return nil, errAt(int64(mo), "metadata %s: offset fields must be zero in a .vflow", cflowfmt.KeyExecHeader)
 	}

@@ -356,15 +356,17 @@ func WriteVflow(w VflowWriter, groups []Group, s *Spec, r *rand.Rand) (map[int64
 	return at, w.Close()
 }
 
-// Tiny is a fixed, few-KB model for fuzz seeds and CLI tests: 2 layers,
-// d = 40 (a partial group), 2/1 heads, dense FFN 36, vocab 9, 16×32 tiles,
-// and with moe two experts of width 8 (DelayedSum, so moe_norm exists).
-// mixed makes layer 1 sliding with a larger global head dim for layer 0.
+// Tiny is a fixed model of a few KB for fuzz seeds and CLI tests (the
+// fuzzer minimizes every new input, so seeds must be small): 2 layers,
+// d = 34 (a partial group), 1/1 heads of dim 4, dense FFN 8, vocab 5, 8×32
+// tiles, and with moe two experts of width 4 (DelayedSum, so moe_norm
+// exists). mixed makes layer 1 sliding, gives full layers a larger head
+// dim and ties the embeddings.
 func Tiny(q quant.Type, moe, mixed bool) *Spec {
 	h := cflowfmt.Header{
-		Version: cflowfmt.Version, HiddenSize: 40, IntermediateSize: 36, VocabSize: 9,
-		NumLayers: 2, MaxSeqLen: 16, NumHeads: 2, NumKVHeads: 1, HeadDim: 4,
-		TileRows: 16, TileCols: 32, QuantType: q, CombineStyle: cflowfmt.PreNorm,
+		Version: cflowfmt.Version, HiddenSize: 34, IntermediateSize: 8, VocabSize: 5,
+		NumLayers: 2, MaxSeqLen: 16, NumHeads: 1, NumKVHeads: 1, HeadDim: 4,
+		TileRows: 8, TileCols: 32, QuantType: q, CombineStyle: cflowfmt.PreNorm,
 	}
 	md := cflowfmt.NewMetadata()
 	md.SetString(cflowfmt.KeyArchitecture, "tiny")
@@ -373,7 +375,7 @@ func Tiny(q quant.Type, moe, mixed bool) *Spec {
 	md.SetBytes(cflowfmt.KeyTokenizerData, []byte("0123456789abcdef"))
 	md.SetBytes(cflowfmt.KeyNUMAPlan, []byte(`{"nodes":1,"policy":"numa-tp"}`))
 	if moe {
-		h.NumExperts, h.TopK, h.ExpertIntermediateSize = 2, 1, 8
+		h.NumExperts, h.TopK, h.ExpertIntermediateSize = 2, 1, 4
 		h.CombineStyle, h.DenseDelay, h.ExpertDelay = cflowfmt.DelayedSum, 1, 1
 	}
 	if mixed {
