@@ -130,8 +130,9 @@ func (v *Vec) quantizeGo(g int) {
 			*q = [GroupSize]int8{}
 		} else {
 			for j, f := range blk {
-				// |f/d| ≤ 127 up to rounding, so the clamp only guards.
-				r := math.RoundToEven(float64(f / d))
+				// Adding and removing 1.5·2^23 rounds half to even in f32
+				// (|f/d| ≤ 127 up to rounding), as VCVTPS2DQ does.
+				r := float32(f/d+0x1.8p23) - 0x1.8p23
 				q[j] = int8(max(-127, min(127, r)))
 			}
 		}
