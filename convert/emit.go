@@ -121,6 +121,10 @@ func encodeJob(j *job, scratch []float32) {
 	sb, db := o.q.ScaleBytes(rows, cols), o.q.DataBytes(rows, cols)
 	b := *j.buf
 	j.tile = quant.Tile{Type: o.q, Rows: rows, Cols: cols, Scales: b[:sb:sb], Data: b[sb : sb+db : sb+db]}
+	if o.t.dt == dtF16 && o.q != quant.F32 {
+		encodeF16(&j.tile, o.t, o.r0, o.c0)
+		return
+	}
 	w := scratch[:rows*cols]
 	o.t.block(w, o.r0, rows, o.c0, cols)
 	encodeTile(&j.tile, w)

@@ -39,7 +39,13 @@ func encodeTile(t *quant.Tile, w []float32) {
 			idx := r*g + gi
 			var s float32
 			ok := true
-			if t.Type == quant.Q4_0 {
+			if useGroupAsm {
+				if t.Type == quant.Q4_0 {
+					s, ok = q4GroupF32(&b[0], &t.Data[idx*16])
+				} else {
+					s, ok = q8GroupF32(&b[0], &t.Data[idx*32])
+				}
+			} else if t.Type == quant.Q4_0 {
 				s, ok = q4Group(b, t.Data[idx*16:idx*16+16])
 			} else {
 				s, ok = q8Group(b, t.Data[idx*32:idx*32+32])
@@ -87,22 +93,26 @@ func q4Group(b *[quant.GroupSize]float32, out []byte) (float32, bool) {
 	if !ok {
 		return 0, false
 	}
+	return q4Scaled(b, math.Float32frombits(mb), out), true
+}
+
+// q4Scaled quantizes a finite group whose max|v| is amax; it returns the
+// f32 scale.
+func q4Scaled(b *[quant.GroupSize]float32, amax float32, out []byte) float32 {
 	out = out[:16]
-	s := math.Float32frombits(mb) / 7
+	s := amax / 7
 	if s == 0 {
 		for j := range out {
 			out[j] = 0x88
 		}
-		return 0, true
-	}
-	var q [quant.GroupSize]uint8
-	for i, v := range b {
-		q[i] = uint8(min(15, max(0, roundHalfAway(v/s)+8)))
+		return 0
 	}
 	for j := 0; j < 16; j++ {
-		out[j] = q[j] | q[j+16]<<4
+		lo := uint8(min(15, max(0, roundHalfAway(b[j]/s)+8)))
+		hi := uint8(min(15, max(0, roundHalfAway(b[j+16]/s)+8)))
+		out[j] = lo | hi<<4
 	}
-	return s, true
+	return s
 }
 
 func q8Group(b *[quant.GroupSize]float32, out []byte) (float32, bool) {
@@ -110,14 +120,124 @@ func q8Group(b *[quant.GroupSize]float32, out []byte) (float32, bool) {
 	if !ok {
 		return 0, false
 	}
+	return q8Scaled(b, math.Float32frombits(mb), out), true
+}
+
+func q8Scaled(b *[quant.GroupSize]float32, amax float32, out []byte) float32 {
 	out = out[:32]
-	s := math.Float32frombits(mb) / 127
+	s := amax / 127
 	if s == 0 {
 		clear(out)
-		return 0, true
+		return 0
 	}
 	for i, v := range b {
 		out[i] = byte(int8(min(127, max(-127, roundHalfAway(v/s)))))
 	}
-	return s, true
+	return s
+}
+
+// encodeF16 quantizes a tile straight from f16 checkpoint bytes: each
+// 32-value group is converted into a stack array (tracking max|v| on the
+// f16 bits on the way) and quantized at once, so the hot path of f16
+// conversion never writes or re-reads an f32 copy of the tile. Results are
+// identical to block + encodeTile (encode_test.go checks).
+func encodeF16(tile *quant.Tile, t *tensor, r0, c0 int) {
+	if useGroupAsm {
+		encodeF16Asm(tile, t, r0, c0)
+		return
+	}
+	lut := f16LUT()
+	rows, cols := tile.Rows, tile.Cols
+	g := quant.Groups(cols)
+	var block [quant.GroupSize]float32
+	for r := 0; r < rows; r++ {
+		sr := r0 + r
+		if t.rowOf != nil {
+			sr = t.rowOf(sr)
+		}
+		src := t.data[(sr*t.cols+c0)*2 : (sr*t.cols+c0+cols)*2]
+		for gi := 0; gi < g; gi++ {
+			n := min(quant.GroupSize, cols-gi*quant.GroupSize)
+			gs := src[gi*quant.GroupSize*2 : (gi*quant.GroupSize+n)*2]
+			var m uint16
+			if n == quant.GroupSize {
+				gs = gs[:2*quant.GroupSize]
+				for i := 0; i < quant.GroupSize; i++ {
+					h := binary.LittleEndian.Uint16(gs[2*i:])
+					m = max(m, h&0x7fff)
+					block[i] = lut[h]
+				}
+			} else {
+				block = [quant.GroupSize]float32{}
+				for i := 0; i < n; i++ {
+					h := binary.LittleEndian.Uint16(gs[2*i:])
+					m = max(m, h&0x7fff)
+					block[i] = lut[h]
+				}
+			}
+			idx := r*g + gi
+			if m >= 0x7c00 { // Inf or NaN: the reference decides
+				encodeGroupSlow(tile, &block, idx)
+				continue
+			}
+			amax := lut[m]
+			var s float32
+			if tile.Type == quant.Q4_0 {
+				s = q4Scaled(&block, amax, tile.Data[idx*16:idx*16+16])
+			} else {
+				s = q8Scaled(&block, amax, tile.Data[idx*32:idx*32+32])
+			}
+			binary.LittleEndian.PutUint16(tile.Scales[idx*2:], float16.Fromfloat32(s).Bits())
+		}
+	}
+}
+
+// useGroupAsm selects the assembly group quantizers; tests turn it off to
+// hold the Go path to the same bytes.
+var useGroupAsm = haveGroupAsm
+
+// encodeF16Asm is encodeF16 with the F16C/AVX2 group quantizers, reading
+// each group's f16 bits in place (short groups via a zero-padded copy).
+func encodeF16Asm(tile *quant.Tile, t *tensor, r0, c0 int) {
+	rows, cols := tile.Rows, tile.Cols
+	g := quant.Groups(cols)
+	q4 := tile.Type == quant.Q4_0
+	var pad [quant.GroupSize]uint16
+	for r := 0; r < rows; r++ {
+		sr := r0 + r
+		if t.rowOf != nil {
+			sr = t.rowOf(sr)
+		}
+		src := t.data[(sr*t.cols+c0)*2 : (sr*t.cols+c0+cols)*2]
+		for gi := 0; gi < g; gi++ {
+			n := min(quant.GroupSize, cols-gi*quant.GroupSize)
+			gs := src[gi*quant.GroupSize*2 : (gi*quant.GroupSize+n)*2]
+			p := u16At(gs)
+			if n < quant.GroupSize {
+				pad = [quant.GroupSize]uint16{}
+				for i := 0; i < n; i++ {
+					pad[i] = binary.LittleEndian.Uint16(gs[2*i:])
+				}
+				p = &pad[0]
+			}
+			idx := r*g + gi
+			var s float32
+			var ok bool
+			if q4 {
+				s, ok = q4GroupF16(p, &tile.Data[idx*16])
+			} else {
+				s, ok = q8GroupF16(p, &tile.Data[idx*32])
+			}
+			if !ok {
+				var block [quant.GroupSize]float32
+				lut := f16LUT()
+				for i := 0; i < n; i++ {
+					block[i] = lut[binary.LittleEndian.Uint16(gs[2*i:])]
+				}
+				encodeGroupSlow(tile, &block, idx)
+				continue
+			}
+			binary.LittleEndian.PutUint16(tile.Scales[idx*2:], float16.Fromfloat32(s).Bits())
+		}
+	}
 }

@@ -44,6 +44,23 @@ func encodeCases() [][]float32 {
 // TestEncodeMatchesQuant holds the converter's fast encoder to quant's
 // reference encoder bit for bit (the golden/ contract lives there).
 func TestEncodeMatchesQuant(t *testing.T) {
+	forBothPaths(t, testEncodeMatchesQuant)
+}
+
+// forBothPaths runs a test with the assembly quantizers (when this CPU has
+// them) and with the Go ones.
+func forBothPaths(t *testing.T, f func(*testing.T)) {
+	defer func(v bool) { useGroupAsm = v }(useGroupAsm)
+	for _, asm := range []bool{true, false} {
+		if asm && !haveGroupAsm {
+			continue
+		}
+		useGroupAsm = asm
+		f(t)
+	}
+}
+
+func testEncodeMatchesQuant(t *testing.T) {
 	for _, q := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.F32} {
 		for ci, w := range encodeCases() {
 			for _, geo := range [][2]int{{37, 70}, {1, 32}, {5, 256}, {3, 31}} {
@@ -78,6 +95,12 @@ func BenchmarkEncodeQ4(b *testing.B) {
 	}
 }
 
+func BenchmarkEncodeQ4Go(b *testing.B) {
+	defer func(v bool) { useGroupAsm = v }(useGroupAsm)
+	useGroupAsm = false
+	BenchmarkEncodeQ4(b)
+}
+
 func BenchmarkEncodeQ4Reference(b *testing.B) {
 	blk := make([]float32, 128*256)
 	for i := range blk {
@@ -88,5 +111,48 @@ func BenchmarkEncodeQ4Reference(b *testing.B) {
 	b.SetBytes(128 * 256 * 2)
 	for b.Loop() {
 		quant.EncodeInto(&tile, blk, 256)
+	}
+}
+
+// TestEncodeF16MatchesQuant: the fused f16 path equals converting to f32
+// and running quant.Encode, including permuted rows, short groups and
+// non-finite values.
+func TestEncodeF16MatchesQuant(t *testing.T) {
+	forBothPaths(t, testEncodeF16MatchesQuant)
+}
+
+func testEncodeF16MatchesQuant(t *testing.T) {
+	for ci, w := range encodeCases() {
+		rows, cols := 37, 70
+		v := make([]float32, rows*cols)
+		for i := range v {
+			v[i] = roundTo("F16", w[i])
+		}
+		tn, err := newTensor("w", "test", dtF16, []int{rows, cols}, encodeAs("F16", v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ci%2 == 1 {
+			tn.rowOf = func(r int) int { return rows - 1 - r }
+		}
+		for _, q := range []quant.Type{quant.Q4_0, quant.Q8_0} {
+			for _, g := range [][4]int{{0, 0, 37, 70}, {3, 32, 5, 38}, {36, 64, 1, 6}} {
+				r0, c0, nr, nc := g[0], g[1], g[2], g[3]
+				blk := make([]float32, nr*nc)
+				for r := 0; r < nr; r++ {
+					sr := r0 + r
+					if tn.rowOf != nil {
+						sr = tn.rowOf(sr)
+					}
+					copy(blk[r*nc:], v[sr*cols+c0:sr*cols+c0+nc])
+				}
+				want := quant.Encode(q, blk, nr, nc, nc)
+				got := quant.Tile{Type: q, Rows: nr, Cols: nc, Scales: make([]byte, q.ScaleBytes(nr, nc)), Data: make([]byte, q.DataBytes(nr, nc))}
+				encodeF16(&got, tn, r0, c0)
+				if !bytes.Equal(got.Scales, want.Scales) || !bytes.Equal(got.Data, want.Data) {
+					t.Fatalf("case %d %s block %v: fused f16 encoder differs from quant.Encode", ci, q, g)
+				}
+			}
+		}
 	}
 }
