@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Converts every golden fixture (and trained model, if present) to .cflow in
+# F32, Q8_0 and Q4_0, verifies each against every pinned trace whose rule
+# applies (TRACE.md), and prints a Markdown table: the source of docs/PARITY.md.
+# Usage: scripts/parity-report.sh [OUTDIR]   (default out/parity)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-out/parity}
+mkdir -p "$out"
+go build -o bin/cflowc ./cmd/cflowc
+echo "| model | file | trace | rule | worst norm err | worst logit err | argmax | min top-32 | verdict |"
+echo "|---|---|---|---|--:|--:|--:|--:|---|"
+for dir in golden/fixtures/* golden/trained/*; do
+  [ -f "$dir/config.json" ] || continue
+  name=$(basename "$dir")
+  for q in f32 q8_0 q4_0; do
+    file="$out/${name}_${q}.cflow"
+    bin/cflowc convert --quiet --quant "$q" -o "$file" "$dir"
+    for w in f32 q8_replay q4_replay; do
+      tr=""
+      for cand in "golden/traces/${name}_${w}.json" "golden/trained/traces/${name}_${w}.json"; do
+        [ -f "$cand" ] && tr=$cand
+      done
+      [ -n "$tr" ] || continue
+      case "$q:$w" in f32:q4_replay|f32:q8_replay|q8_0:q4_replay|q4_0:q8_replay) continue ;; esac
+      bin/cflowc verify "$file" --trace "$tr" --json > "$out/verify.json" || true
+      python3 - "$name" "$q" "$w" "$out/verify.json" <<'PY'
+import json, sys
+name, q, w, path = sys.argv[1:]
+d = json.load(open(path))
+st = d["steps"]
+norm = max(s["norm_rel_err"] for s in st)
+logit = max(s["logit_rel_err"] for s in st)
+am = sum(1 for s in st if s["argmax_match"])
+top = min(s["top32_overlap"] for s in st)
+print(f"| {name} | {q} | {w} | {d['rule']} | {norm:.2g} | {logit:.2g} | {am}/{len(st)} | {top} | {'PASS' if d['pass'] else 'fail'} |")
+PY
+    done
+  done
+done
