@@ -13,8 +13,11 @@ const (
 // real vocabulary (cflow files hold token ids, and stories260K ships without
 // one), so token ids, not text, are what the two engines can compare.
 // Pieces are user-defined tokens, which llama.cpp's tokenizer matches
-// verbatim: the prompt "[1][461]" is exactly the ids 1 461, and generated
-// pieces print as "[id]", so llama.cpp's text tools read and write ids.
+// verbatim: with BOS added automatically, the prompt "[461][401]" is
+// exactly the ids 1 461 401, and generated pieces print as "[id]", so
+// llama.cpp's text tools read and write ids. BOS, EOS and <unk> keep their
+// usual names; text that is not made of pieces has no byte tokens to fall
+// back on, and llama.cpp refuses it.
 func TokenPiece(id int) string { return "[" + strconv.Itoa(id) + "]" }
 
 // placeholderVocab writes a SentencePiece-style ("llama") tokenizer of n
