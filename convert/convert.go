@@ -31,6 +31,8 @@ type Options struct {
 	// Progress receives a live bar when ProgressBar is true (a terminal).
 	Progress    io.Writer
 	ProgressBar bool
+
+	onProgress func() // test hook, called after each written tile or norm
 }
 
 // Result describes a finished conversion, for the summary line and tests.
@@ -131,6 +133,9 @@ func Convert(ctx context.Context, input, output string, opt Options) (*Result, e
 		window:   8 * workers,
 		lastUse:  lastUse,
 		progress: prog.add,
+	}
+	if opt.onProgress != nil {
+		em.progress = func(n int64) { prog.add(n); opt.onProgress() }
 	}
 	if err := em.run(ctx); err != nil {
 		w.Abort()

@@ -406,3 +406,22 @@ func TestBadInputRefused(t *testing.T) {
 	}
 	convertErr(t, fx2.dir, Options{}, "missing tensor model.layers.2.self_attn.v_proj.weight")
 }
+
+// TestCancelLeavesNothing: a conversion cancelled mid-way (Ctrl-C in the
+// CLI) returns the context's error and removes its temp file.
+func TestCancelLeavesNothing(t *testing.T) {
+	fx := writeFixture(t, filepath.Join(t.TempDir(), "m"), "arch4_async_experts", "F16")
+	out := filepath.Join(t.TempDir(), "m.cflow")
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	opt := Options{Quant: quant.Q4_0, NUMANodes: 1}
+	opt.onProgress = func() {
+		if n++; n == 5 {
+			cancel()
+		}
+	}
+	if _, err := Convert(ctx, fx.dir, out, opt); err != context.Canceled {
+		t.Fatalf("cancelled conversion returned %v", err)
+	}
+	noOutput(t, out)
+}

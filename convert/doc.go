@@ -4,9 +4,33 @@
 //
 // The pipeline is: open the checkpoint lazily over a file mapping
 // (checkpoint.go, safetensors.go, llama2c.go), map config.json onto a
-// GlobalHeader and metadata (config.go, arch.go), decide which NUMA node owns
-// which rows and columns of every matrix (numa.go), enumerate tiles in
-// execution-plan order (layout.go), then quantize on every core while one
-// goroutine writes the tiles in order (emit.go). Output goes to a temporary
-// file that is renamed only after the writer closed it cleanly (convert.go).
+// GlobalHeader and metadata (config.go, arch.go, spec.go), decide which
+// NUMA node owns which rows and columns of every matrix (numa.go),
+// enumerate tiles in execution-plan order (layout.go), then quantize on
+// every core while one goroutine writes the tiles in order (emit.go,
+// encode.go). The format writers stage into a temporary file renamed only
+// by a clean Close, so a failed conversion leaves nothing behind.
+//
+// Decisions the spec leaves open, settled here:
+//
+//   - Tokenizer: a tokenizer.json beside config.json is stored verbatim as
+//     kind "hf-bpe"; a config "tokenizer" / "tokenizer_type" /
+//     "tokenizer_class" value containing "byte" gives kind "byte" with no
+//     payload; otherwise the file has no tokenizer keys and the runtime
+//     takes token ids. llama2.c files carry none (their tokenizer.bin is a
+//     separate file).
+//   - Architecture: config "architecture" (pipeline-native) wins, then HF
+//     "architectures", then "model_type", then "combine_style". --model
+//     overrides detection; the forced preset's own delay defaults apply
+//     unless the config describes that same architecture. A preset that
+//     needs experts or a dense FFN the checkpoint lacks is an error.
+//   - Experts are optional for every preset except mixtral, arch2_4_* and
+//     arch4, which require them; the dense FFN is required except for
+//     mixtral, whose intermediate_size is the expert width.
+//   - K = V sharing (attention_k_eq_v) applies to full-attention layers,
+//     whose v_proj is then neither required nor stored.
+//   - Tiles are 128×256. Q/K/V (gate/up) interleave by 128-row stripe;
+//     under a NUMA plan, replicated members (K/V with fewer KV heads than
+//     nodes, or a count the nodes do not share evenly) come first, then
+//     each node's stripes, so a node's share is one byte range.
 package convert

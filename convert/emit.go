@@ -93,15 +93,22 @@ func (e *emitter) run(ctx context.Context) error {
 	}
 	var werr error
 	for j := range order {
-		if werr == nil {
-			<-j.done
-			werr = e.write(j)
-			if werr != nil {
-				cancel()
-			}
+		if werr != nil {
+			continue // drain; a worker may still own j
 		}
+		select {
+		case <-j.done:
+		case <-ctx.Done():
+			// The producer may have stopped before handing j to a worker.
+			werr = ctx.Err()
+			continue
+		}
+		werr = e.write(j)
 		if j.buf != nil {
 			tileBufs.Put(j.buf)
+		}
+		if werr != nil {
+			cancel()
 		}
 	}
 	wg.Wait()

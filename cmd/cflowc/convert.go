@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
@@ -51,7 +53,10 @@ func runConvert(c *cli.Context) error {
 		Progress:    os.Stderr,
 		ProgressBar: !quiet && term.IsTerminal(int(os.Stderr.Fd())),
 	}
-	res, err := convert.Convert(c.Context, c.Args().First(), c.String("output"), opt)
+	// Ctrl-C cancels the conversion, which then removes its temp file.
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := convert.Convert(ctx, c.Args().First(), c.String("output"), opt)
 	if err != nil {
 		return cli.Exit("convert: "+err.Error(), exitUsage)
 	}
