@@ -22,13 +22,16 @@ type sink interface {
 	Abort()
 }
 
-// job is a tile op travelling through the pipeline: workers fill tile, the
-// writer waits on done and writes it in sequence.
+// job is a run of ops travelling through the pipeline: either one
+// non-tile op, or the consecutive tiles of one stripe of one matrix (same
+// tensor, same rows), which a worker quantizes row by row so the
+// checkpoint is read sequentially. The writer waits on done and writes
+// them in sequence.
 type job struct {
-	o    *op
-	tile quant.Tile
-	buf  *[]byte
-	done chan struct{}
+	ops   []*op
+	tiles []quant.Tile
+	bufs  []*[]byte
+	done  chan struct{}
 }
 
 const maxTileBytes = quant.MaxTileRows * quant.MaxTileCols * 4
@@ -36,9 +39,10 @@ const maxTileBytes = quant.MaxTileRows * quant.MaxTileCols * 4
 var tileBufs = sync.Pool{New: func() any { b := make([]byte, maxTileBytes); return &b }}
 
 // emitter runs the ordered parallel pipeline: one producer walks the
-// layout, `workers` goroutines convert and quantize tiles, and the calling
-// goroutine writes results strictly in layout order. At most `window` tiles
-// are in flight, which bounds memory to a few MB whatever the model size.
+// layout, `workers` goroutines convert and quantize stripes, and the
+// calling goroutine writes results strictly in layout order. At most
+// `window` jobs are in flight, which bounds memory to a few MB per worker
+// whatever the model size.
 type emitter struct {
 	ly       *layouter
 	w        sink
@@ -50,6 +54,12 @@ type emitter struct {
 	slotStart int64
 }
 
+// sameStripe reports whether tile op o continues j's stripe.
+func (j *job) sameStripe(o *op) bool {
+	p := j.ops[0]
+	return p.kind == opTile && p.t == o.t && p.r0 == o.r0 && p.th.Rows == o.th.Rows && p.th.Matrix == o.th.Matrix
+}
+
 func (e *emitter) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -59,14 +69,14 @@ func (e *emitter) run(ctx context.Context) error {
 	go func() {
 		defer close(order)
 		defer close(jobs)
-		e.ly.visit = func(o *op) error {
-			j := &job{o: o, done: make(chan struct{})}
+		var pending *job
+		send := func(j *job) error {
 			select {
 			case order <- j:
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-			if o.kind != opTile {
+			if j.ops[0].kind != opTile {
 				close(j.done)
 				return nil
 			}
@@ -77,7 +87,33 @@ func (e *emitter) run(ctx context.Context) error {
 			}
 			return nil
 		}
+		flush := func() error {
+			if pending == nil {
+				return nil
+			}
+			j := pending
+			pending = nil
+			return send(j)
+		}
+		e.ly.visit = func(o *op) error {
+			if o.kind == opTile && pending != nil && pending.sameStripe(o) {
+				pending.ops = append(pending.ops, o)
+				return nil
+			}
+			if err := flush(); err != nil {
+				return err
+			}
+			j := &job{ops: []*op{o}, done: make(chan struct{})}
+			if o.kind == opTile {
+				pending = j
+				return nil
+			}
+			return send(j)
+		}
 		prodErr = e.ly.run()
+		if prodErr == nil {
+			prodErr = flush()
+		}
 	}()
 	var wg sync.WaitGroup
 	for i := 0; i < e.workers; i++ {
@@ -103,9 +139,13 @@ func (e *emitter) run(ctx context.Context) error {
 			werr = ctx.Err()
 			continue
 		}
-		werr = e.write(j)
-		if j.buf != nil {
-			tileBufs.Put(j.buf)
+		for i, o := range j.ops {
+			if werr == nil {
+				werr = e.write(j, i, o)
+			}
+		}
+		for _, b := range j.bufs {
+			tileBufs.Put(b)
 		}
 		if werr != nil {
 			cancel()
@@ -121,27 +161,53 @@ func (e *emitter) run(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// encodeJob quantizes a stripe's tiles into pooled buffers.
 func encodeJob(j *job, scratch []float32) {
-	o := j.o
-	rows, cols := int(o.th.Rows), int(o.th.Cols)
-	j.buf = tileBufs.Get().(*[]byte)
-	sb, db := o.q.ScaleBytes(rows, cols), o.q.DataBytes(rows, cols)
-	b := *j.buf
-	j.tile = quant.Tile{Type: o.q, Rows: rows, Cols: cols, Scales: b[:sb:sb], Data: b[sb : sb+db : sb+db]}
-	if o.t.dt == dtF16 && o.q != quant.F32 {
-		encodeF16(&j.tile, o.t, o.r0, o.c0)
+	j.tiles = make([]quant.Tile, len(j.ops))
+	j.bufs = make([]*[]byte, len(j.ops))
+	for i, o := range j.ops {
+		rows, cols := int(o.th.Rows), int(o.th.Cols)
+		j.bufs[i] = tileBufs.Get().(*[]byte)
+		sb, db := o.q.ScaleBytes(rows, cols), o.q.DataBytes(rows, cols)
+		b := *j.bufs[i]
+		j.tiles[i] = quant.Tile{Type: o.q, Rows: rows, Cols: cols, Scales: b[:sb:sb], Data: b[sb : sb+db : sb+db]}
+	}
+	o := j.ops[0]
+	if o.t.dt == dtF16 && o.q != quant.F32 && useGroupAsm {
+		encodeF16Stripe(j)
 		return
 	}
-	w := scratch[:rows*cols]
-	o.t.block(w, o.r0, rows, o.c0, cols)
-	encodeTile(&j.tile, w)
+	for i, o := range j.ops {
+		t := &j.tiles[i]
+		if o.t.dt == dtF16 && o.q != quant.F32 {
+			encodeF16(t, o.t, o.r0, o.c0)
+			continue
+		}
+		w := scratch[:t.Rows*t.Cols]
+		o.t.block(w, o.r0, t.Rows, o.c0, t.Cols)
+		encodeTile(t, w)
+	}
+}
+
+// encodeF16Stripe walks the stripe row by row across all its tiles, so
+// each checkpoint row is read front to back once.
+func encodeF16Stripe(j *job) {
+	o := j.ops[0]
+	for r := 0; r < int(o.th.Rows); r++ {
+		sr := o.r0 + r
+		if o.t.rowOf != nil {
+			sr = o.t.rowOf(sr)
+		}
+		for i, oi := range j.ops {
+			encodeF16RowAsm(&j.tiles[i], o.t, r, sr, oi.c0)
+		}
+	}
 }
 
 // write replays one op on the writer. It checks every non-expert tile's
 // offset from its slot start against the layout's precomputed one, which
 // the NUMA plan (written before any tile) relies on.
-func (e *emitter) write(j *job) error {
-	o := j.o
+func (e *emitter) write(j *job, i int, o *op) error {
 	switch o.kind {
 	case opBeginSlot, opMark:
 		if err := e.w.begin(o); err != nil {
@@ -168,7 +234,7 @@ func (e *emitter) write(j *job) error {
 			return err
 		}
 	}
-	if err := e.w.WriteTile(o.th, &j.tile); err != nil {
+	if err := e.w.WriteTile(o.th, &j.tiles[i]); err != nil {
 		return fmt.Errorf("tensor %s rows %d.. cols %d..: %w", o.t.name, o.r0, o.c0, err)
 	}
 	e.done(o, int64(o.th.Rows)*int64(o.th.Cols)*int64(o.t.dt.size()))

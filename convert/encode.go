@@ -22,6 +22,10 @@ func encodeTile(t *quant.Tile, w []float32) {
 		quant.EncodeInto(t, w, t.Cols)
 		return
 	}
+	if useGroupAsm {
+		encodeTileAsm(t, w)
+		return
+	}
 	rows, cols := t.Rows, t.Cols
 	g := quant.Groups(cols)
 	var block [quant.GroupSize]float32
@@ -39,13 +43,7 @@ func encodeTile(t *quant.Tile, w []float32) {
 			idx := r*g + gi
 			var s float32
 			ok := true
-			if useGroupAsm {
-				if t.Type == quant.Q4_0 {
-					s, ok = q4GroupF32(&b[0], &t.Data[idx*16])
-				} else {
-					s, ok = q8GroupF32(&b[0], &t.Data[idx*32])
-				}
-			} else if t.Type == quant.Q4_0 {
+			if t.Type == quant.Q4_0 {
 				s, ok = q4Group(b, t.Data[idx*16:idx*16+16])
 			} else {
 				s, ok = q8Group(b, t.Data[idx*32:idx*32+32])
@@ -196,48 +194,91 @@ func encodeF16(tile *quant.Tile, t *tensor, r0, c0 int) {
 // hold the Go path to the same bytes.
 var useGroupAsm = haveGroupAsm
 
-// encodeF16Asm is encodeF16 with the F16C/AVX2 group quantizers, reading
-// each group's f16 bits in place (short groups via a zero-padded copy).
-func encodeF16Asm(tile *quant.Tile, t *tensor, r0, c0 int) {
-	rows, cols := tile.Rows, tile.Cols
-	g := quant.Groups(cols)
-	q4 := tile.Type == quant.Q4_0
-	var pad [quant.GroupSize]uint16
+// groupBytes is a group's data size in a quantized tile.
+func groupBytes(q quant.Type) int { return q.DataBytes(1, quant.GroupSize) }
+
+// rowAsm runs a row kernel over groups [0, n) starting at tile group idx,
+// sending groups it refuses (NaN/Inf) to slow(k).
+func rowAsm(t *quant.Tile, idx, n int, kernel func(k, n int, sc *uint16, out *byte) int, slow func(k int)) {
+	gb := groupBytes(t.Type)
+	for k := 0; k < n; {
+		k += kernel(k, n-k, u16At(t.Scales[(idx+k)*2:]), &t.Data[(idx+k)*gb])
+		if k < n {
+			slow(k)
+			k++
+		}
+	}
+}
+
+// encodeTileAsm is encodeTile with the AVX2 row kernels.
+func encodeTileAsm(t *quant.Tile, w []float32) {
+	rows, cols := t.Rows, t.Cols
+	g, full := quant.Groups(cols), cols/quant.GroupSize
+	kern := q8RowF32
+	if t.Type == quant.Q4_0 {
+		kern = q4RowF32
+	}
+	var pad [quant.GroupSize]float32
 	for r := 0; r < rows; r++ {
+		row := w[r*cols : r*cols+cols]
+		slow := func(k int) {
+			var b [quant.GroupSize]float32
+			copy(b[:], row[k*quant.GroupSize:min(cols, (k+1)*quant.GroupSize)])
+			encodeGroupSlow(t, &b, r*g+k)
+		}
+		rowAsm(t, r*g, full, func(k, n int, sc *uint16, out *byte) int {
+			return kern(&row[k*quant.GroupSize], n, sc, out)
+		}, slow)
+		if full < g {
+			pad = [quant.GroupSize]float32{}
+			copy(pad[:], row[full*quant.GroupSize:])
+			rowAsm(t, r*g+full, 1, func(_, n int, sc *uint16, out *byte) int {
+				return kern(&pad[0], n, sc, out)
+			}, func(int) { slow(full) })
+		}
+	}
+}
+
+// encodeF16Asm is encodeF16 with the F16C/AVX2 row kernels.
+func encodeF16Asm(tile *quant.Tile, t *tensor, r0, c0 int) {
+	for r := 0; r < tile.Rows; r++ {
 		sr := r0 + r
 		if t.rowOf != nil {
 			sr = t.rowOf(sr)
 		}
-		src := t.data[(sr*t.cols+c0)*2 : (sr*t.cols+c0+cols)*2]
-		for gi := 0; gi < g; gi++ {
-			n := min(quant.GroupSize, cols-gi*quant.GroupSize)
-			gs := src[gi*quant.GroupSize*2 : (gi*quant.GroupSize+n)*2]
-			p := u16At(gs)
-			if n < quant.GroupSize {
-				pad = [quant.GroupSize]uint16{}
-				for i := 0; i < n; i++ {
-					pad[i] = binary.LittleEndian.Uint16(gs[2*i:])
-				}
-				p = &pad[0]
-			}
-			idx := r*g + gi
-			var s float32
-			var ok bool
-			if q4 {
-				s, ok = q4GroupF16(p, &tile.Data[idx*16])
-			} else {
-				s, ok = q8GroupF16(p, &tile.Data[idx*32])
-			}
-			if !ok {
-				var block [quant.GroupSize]float32
-				lut := f16LUT()
-				for i := 0; i < n; i++ {
-					block[i] = lut[binary.LittleEndian.Uint16(gs[2*i:])]
-				}
-				encodeGroupSlow(tile, &block, idx)
-				continue
-			}
-			binary.LittleEndian.PutUint16(tile.Scales[idx*2:], float16.Fromfloat32(s).Bits())
+		encodeF16RowAsm(tile, t, r, sr, c0)
+	}
+}
+
+// encodeF16RowAsm quantizes row r of tile from checkpoint row sr starting
+// at column c0, reading the f16 bits in place (a short last group via a
+// zero-padded copy).
+func encodeF16RowAsm(tile *quant.Tile, t *tensor, r, sr, c0 int) {
+	cols := tile.Cols
+	g, full := quant.Groups(cols), cols/quant.GroupSize
+	kern := q8RowF16
+	if tile.Type == quant.Q4_0 {
+		kern = q4RowF16
+	}
+	src := t.data[(sr*t.cols+c0)*2 : (sr*t.cols+c0+cols)*2]
+	slow := func(k int) {
+		var b [quant.GroupSize]float32
+		lut := f16LUT()
+		for i := k * quant.GroupSize; i < min(cols, (k+1)*quant.GroupSize); i++ {
+			b[i-k*quant.GroupSize] = lut[binary.LittleEndian.Uint16(src[2*i:])]
 		}
+		encodeGroupSlow(tile, &b, r*g+k)
+	}
+	rowAsm(tile, r*g, full, func(k, n int, sc *uint16, out *byte) int {
+		return kern(u16At(src[k*quant.GroupSize*2:]), n, sc, out)
+	}, slow)
+	if full < g {
+		var pad [quant.GroupSize]uint16
+		for i := full * quant.GroupSize; i < cols; i++ {
+			pad[i-full*quant.GroupSize] = binary.LittleEndian.Uint16(src[2*i:])
+		}
+		rowAsm(tile, r*g+full, 1, func(_, n int, sc *uint16, out *byte) int {
+			return kern(&pad[0], n, sc, out)
+		}, func(int) { slow(full) })
 	}
 }

@@ -156,3 +156,18 @@ func testEncodeF16MatchesQuant(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkGroupF16 times the fused f16 → Q4_0 path on one cached tile.
+func BenchmarkGroupF16(b *testing.B) {
+	v := make([]float32, 128*256)
+	for i := range v {
+		v[i] = float32(i%97-48) / 1000
+	}
+	tn, _ := newTensor("w", "bench", dtF16, []int{128, 256}, encodeAs("F16", v))
+	tile := quant.Tile{Type: quant.Q4_0, Rows: 128, Cols: 256,
+		Scales: make([]byte, quant.Q4_0.ScaleBytes(128, 256)), Data: make([]byte, quant.Q4_0.DataBytes(128, 256))}
+	b.SetBytes(128 * 256 * 2)
+	for b.Loop() {
+		encodeF16(&tile, tn, 0, 0)
+	}
+}

@@ -9,18 +9,19 @@ import "github.com/klauspost/cpuid/v2"
 // the bytes never do.
 var haveGroupAsm = cpuid.CPU.Supports(cpuid.AVX2, cpuid.F16C)
 
-// Each quantizes one zero-padded 32-weight group into out (16 bytes Q4_0,
-// 32 bytes Q8_0) and returns the f32 scale; ok is false (out untouched)
-// when the group holds NaN or ±Inf.
+// Each quantizes n consecutive full 32-weight groups of one row (Q4_0: 16
+// data bytes per group, Q8_0: 32), writing f16 scales to sc, and returns
+// how many it did: done < n means group `done` holds NaN or ±Inf and is
+// left to the reference encoder.
 
 //go:noescape
-func q4GroupF32(src *float32, out *byte) (s float32, ok bool)
+func q4RowF32(src *float32, n int, sc *uint16, out *byte) (done int)
 
 //go:noescape
-func q4GroupF16(src *uint16, out *byte) (s float32, ok bool)
+func q4RowF16(src *uint16, n int, sc *uint16, out *byte) (done int)
 
 //go:noescape
-func q8GroupF32(src *float32, out *byte) (s float32, ok bool)
+func q8RowF32(src *float32, n int, sc *uint16, out *byte) (done int)
 
 //go:noescape
-func q8GroupF16(src *uint16, out *byte) (s float32, ok bool)
+func q8RowF16(src *uint16, n int, sc *uint16, out *byte) (done int)

@@ -2,8 +2,8 @@
 
 #include "textflag.h"
 
-// AVX2 + F16C group quantizers for the converter: one 32-weight group per
-// call, the same arithmetic as quant.Encode (s = max|w| / k in f32, q =
+// AVX2 + F16C group quantizers for the converter: a row of 32-weight
+// groups per call, the same arithmetic as quant.Encode (s = max|w| / k in f32, q =
 // round-half-away(w / s) from an exact f32 division, clamp). Rounding is
 // done exactly: t = trunc(|x|), +1 when |x| − t ≥ 0.5, sign restored.
 // Groups with NaN or ±Inf return ok = false for the Go reference path.
@@ -40,58 +40,6 @@ DATA perm<>+24(SB)/4, $3
 DATA perm<>+28(SB)/4, $7
 GLOBL perm<>(SB), RODATA|NOPTR, $32
 
-#define LOADF32 \
-	MOVQ src+0(FP), SI; \
-	VMOVUPS 0(SI), Y0;  \
-	VMOVUPS 32(SI), Y1; \
-	VMOVUPS 64(SI), Y2; \
-	VMOVUPS 96(SI), Y3
-
-#define LOADF16 \
-	MOVQ src+0(FP), SI;   \
-	VCVTPH2PS 0(SI), Y0;  \
-	VCVTPH2PS 16(SI), Y1; \
-	VCVTPH2PS 32(SI), Y2; \
-	VCVTPH2PS 48(SI), Y3
-
-// SCALE: Y15 = abs mask; checks finiteness (jump to bad), X10 = max|w|/k,
-// stores it, jumps to zero when it is 0, else broadcasts it to Y10.
-#define SCALE(k, bad, zero) \
-	VPBROADCASTD absmask<>(SB), Y15; \
-	VANDPS Y15, Y0, Y4;              \
-	VANDPS Y15, Y1, Y5;              \
-	VANDPS Y15, Y2, Y6;              \
-	VANDPS Y15, Y3, Y7;              \
-	VPBROADCASTD maxfin<>(SB), Y14;  \
-	VPCMPGTD Y14, Y4, Y8;            \
-	VPCMPGTD Y14, Y5, Y9;            \
-	VPOR Y9, Y8, Y8;                 \
-	VPCMPGTD Y14, Y6, Y9;            \
-	VPOR Y9, Y8, Y8;                 \
-	VPCMPGTD Y14, Y7, Y9;            \
-	VPOR Y9, Y8, Y8;                 \
-	VPTEST Y8, Y8;                   \
-	JNZ bad;                         \
-	VMAXPS Y5, Y4, Y8;               \
-	VMAXPS Y7, Y6, Y9;               \
-	VMAXPS Y9, Y8, Y8;               \
-	VEXTRACTF128 $1, Y8, X9;         \
-	VMAXPS X9, X8, X8;               \
-	VPERMILPS $0x4e, X8, X9;         \
-	VMAXPS X9, X8, X8;               \
-	VPERMILPS $0xb1, X8, X9;         \
-	VMAXPS X9, X8, X8;               \
-	VDIVSS k, X8, X10;               \
-	VMOVSS X10, s+16(FP);            \
-	MOVB $1, ok+20(FP);              \
-	VXORPS X11, X11, X11;            \
-	VUCOMISS X11, X10;               \
-	JEQ zero;                        \
-	VBROADCASTSS X10, Y10;           \
-	VPBROADCASTD half<>(SB), Y14;    \
-	VPBROADCASTD one<>(SB), Y13;     \
-	VPBROADCASTD signmask<>(SB), Y12
-
 // ROUND: y = int32(round-half-away(y / s)), exactly.
 #define ROUND(y) \
 	VDIVPS Y10, y, y;        \
@@ -111,37 +59,97 @@ GLOBL perm<>(SB), RODATA|NOPTR, $32
 	ROUND(Y2); \
 	ROUND(Y3)
 
-// Q4OUT: q+8 clamped to [0, 15]; byte j = q[j] | q[j+16]<<4.
-#define Q4OUT \
-	MOVQ out+8(FP), DI;             \
-	VPBROADCASTD i8<>(SB), Y9;      \
-	VPBROADCASTD i15<>(SB), Y8;     \
-	VPXOR Y7, Y7, Y7;               \
-	VPADDD Y9, Y0, Y0;              \
-	VPADDD Y9, Y1, Y1;              \
-	VPADDD Y9, Y2, Y2;              \
-	VPADDD Y9, Y3, Y3;              \
-	VPMAXSD Y7, Y0, Y0;             \
-	VPMAXSD Y7, Y1, Y1;             \
-	VPMAXSD Y7, Y2, Y2;             \
-	VPMAXSD Y7, Y3, Y3;             \
-	VPMINSD Y8, Y0, Y0;             \
-	VPMINSD Y8, Y1, Y1;             \
-	VPMINSD Y8, Y2, Y2;             \
-	VPMINSD Y8, Y3, Y3;             \
-	VPSLLD $4, Y2, Y2;              \
-	VPSLLD $4, Y3, Y3;              \
-	VPOR Y2, Y0, Y0;                \
-	VPOR Y3, Y1, Y1;                \
-	VPACKSSDW Y1, Y0, Y0;           \
-	VPERMQ $0xd8, Y0, Y0;           \
-	VPACKUSWB Y0, Y0, Y0;           \
-	VPERMQ $0x08, Y0, Y0;           \
+// Row kernels: n consecutive full groups from src, scales written as f16
+// (VCVTPS2PH, round to nearest even like float16.Fromfloat32) to sc, data
+// to out. They return how many groups were done; fewer than n means group
+// `done` holds NaN or ±Inf and the caller takes it to the reference path.
+// One call per row lets consecutive groups overlap in the pipeline.
+
+// ROWSCALE: X8 = max|w| of Y0..Y3 (abs in Y4..Y7), non-finite → bad;
+// X10 = X8 / k, its f16 to (DX); zero scale → zero.
+#define ROWSCALE(k, bad, zero) \
+	VANDPS Y15, Y0, Y4;       \
+	VANDPS Y15, Y1, Y5;       \
+	VANDPS Y15, Y2, Y6;       \
+	VANDPS Y15, Y3, Y7;       \
+	VPCMPGTD Y11, Y4, Y8;     \
+	VPCMPGTD Y11, Y5, Y9;     \
+	VPOR Y9, Y8, Y8;          \
+	VPCMPGTD Y11, Y6, Y9;     \
+	VPOR Y9, Y8, Y8;          \
+	VPCMPGTD Y11, Y7, Y9;     \
+	VPOR Y9, Y8, Y8;          \
+	VPTEST Y8, Y8;            \
+	JNZ bad;                  \
+	VMAXPS Y5, Y4, Y8;        \
+	VMAXPS Y7, Y6, Y9;        \
+	VMAXPS Y9, Y8, Y8;        \
+	VEXTRACTF128 $1, Y8, X9;  \
+	VMAXPS X9, X8, X8;        \
+	VPERMILPS $0x4e, X8, X9;  \
+	VMAXPS X9, X8, X8;        \
+	VPERMILPS $0xb1, X8, X9;  \
+	VMAXPS X9, X8, X8;        \
+	VDIVSS k, X8, X10;        \
+	VCVTPS2PH $0, X10, X9;    \
+	VPEXTRW $0, X9, AX;       \
+	MOVW AX, 0(DX);           \
+	VMOVD X10, AX;            \
+	TESTL AX, AX;             \
+	JZ zero;                  \
+	VBROADCASTSS X10, Y10
+
+#define ROWCONST \
+	MOVQ src+0(FP), SI;              \
+	MOVQ n+8(FP), CX;                \
+	MOVQ sc+16(FP), DX;              \
+	MOVQ out+24(FP), DI;             \
+	XORQ BX, BX;                     \
+	VPBROADCASTD absmask<>(SB), Y15; \
+	VPBROADCASTD half<>(SB), Y14;    \
+	VPBROADCASTD one<>(SB), Y13;     \
+	VPBROADCASTD signmask<>(SB), Y12; \
+	VPBROADCASTD maxfin<>(SB), Y11
+
+#define LOADF32AT \
+	VMOVUPS 0(SI), Y0;  \
+	VMOVUPS 32(SI), Y1; \
+	VMOVUPS 64(SI), Y2; \
+	VMOVUPS 96(SI), Y3
+
+#define LOADF16AT \
+	VCVTPH2PS 0(SI), Y0;  \
+	VCVTPH2PS 16(SI), Y1; \
+	VCVTPH2PS 32(SI), Y2; \
+	VCVTPH2PS 48(SI), Y3
+
+#define Q4STORE \
+	VPBROADCASTD i8<>(SB), Y9;  \
+	VPBROADCASTD i15<>(SB), Y8; \
+	VPXOR Y7, Y7, Y7;           \
+	VPADDD Y9, Y0, Y0;          \
+	VPADDD Y9, Y1, Y1;          \
+	VPADDD Y9, Y2, Y2;          \
+	VPADDD Y9, Y3, Y3;          \
+	VPMAXSD Y7, Y0, Y0;         \
+	VPMAXSD Y7, Y1, Y1;         \
+	VPMAXSD Y7, Y2, Y2;         \
+	VPMAXSD Y7, Y3, Y3;         \
+	VPMINSD Y8, Y0, Y0;         \
+	VPMINSD Y8, Y1, Y1;         \
+	VPMINSD Y8, Y2, Y2;         \
+	VPMINSD Y8, Y3, Y3;         \
+	VPSLLD $4, Y2, Y2;          \
+	VPSLLD $4, Y3, Y3;          \
+	VPOR Y2, Y0, Y0;            \
+	VPOR Y3, Y1, Y1;            \
+	VPACKSSDW Y1, Y0, Y0;       \
+	VPERMQ $0xd8, Y0, Y0;       \
+	VPACKUSWB Y0, Y0, Y0;       \
+	VPERMQ $0x08, Y0, Y0;       \
 	VMOVDQU X0, 0(DI)
 
-// Q8OUT: q clamped to [-127, 127], 32 int8 in order.
-#define Q8OUT \
-	MOVQ out+8(FP), DI;           \
+#define Q8STORE \
 	VPBROADCASTD i127<>(SB), Y9;  \
 	VPBROADCASTD im127<>(SB), Y8; \
 	VPMINSD Y9, Y0, Y0;           \
@@ -159,80 +167,104 @@ GLOBL perm<>(SB), RODATA|NOPTR, $32
 	VPERMD Y0, Y9, Y0;            \
 	VMOVDQU Y0, 0(DI)
 
-// func q4GroupF32(src *float32, out *byte) (s float32, ok bool)
-TEXT ·q4GroupF32(SB), NOSPLIT, $0-21
-	LOADF32
-	SCALE(seven<>(SB), q4f32bad, q4f32zero)
+// func q4RowF16(src *uint16, n int, sc *uint16, out *byte) (done int)
+TEXT ·q4RowF16(SB), NOSPLIT, $0-40
+	ROWCONST
+q4r16loop:
+	CMPQ BX, CX
+	JGE q4r16done
+	LOADF16AT
+	ROWSCALE(seven<>(SB), q4r16done, q4r16zero)
 	ROUND4
-	Q4OUT
-	VZEROUPPER
-	RET
-q4f32zero:
-	MOVQ out+8(FP), DI
+	Q4STORE
+q4r16next:
+	ADDQ $64, SI
+	ADDQ $2, DX
+	ADDQ $16, DI
+	INCQ BX
+	JMP q4r16loop
+q4r16zero:
 	MOVQ $0x8888888888888888, AX
 	MOVQ AX, 0(DI)
 	MOVQ AX, 8(DI)
-	VZEROUPPER
-	RET
-q4f32bad:
-	MOVB $0, ok+20(FP)
+	JMP q4r16next
+q4r16done:
+	MOVQ BX, done+32(FP)
 	VZEROUPPER
 	RET
 
-// func q4GroupF16(src *uint16, out *byte) (s float32, ok bool)
-TEXT ·q4GroupF16(SB), NOSPLIT, $0-21
-	LOADF16
-	SCALE(seven<>(SB), q4f16bad, q4f16zero)
+// func q4RowF32(src *float32, n int, sc *uint16, out *byte) (done int)
+TEXT ·q4RowF32(SB), NOSPLIT, $0-40
+	ROWCONST
+q4r32loop:
+	CMPQ BX, CX
+	JGE q4r32done
+	LOADF32AT
+	ROWSCALE(seven<>(SB), q4r32done, q4r32zero)
 	ROUND4
-	Q4OUT
-	VZEROUPPER
-	RET
-q4f16zero:
-	MOVQ out+8(FP), DI
+	Q4STORE
+q4r32next:
+	ADDQ $128, SI
+	ADDQ $2, DX
+	ADDQ $16, DI
+	INCQ BX
+	JMP q4r32loop
+q4r32zero:
 	MOVQ $0x8888888888888888, AX
 	MOVQ AX, 0(DI)
 	MOVQ AX, 8(DI)
-	VZEROUPPER
-	RET
-q4f16bad:
-	MOVB $0, ok+20(FP)
-	VZEROUPPER
-	RET
-
-// func q8GroupF32(src *float32, out *byte) (s float32, ok bool)
-TEXT ·q8GroupF32(SB), NOSPLIT, $0-21
-	LOADF32
-	SCALE(f127<>(SB), q8f32bad, q8f32zero)
-	ROUND4
-	Q8OUT
-	VZEROUPPER
-	RET
-q8f32zero:
-	MOVQ out+8(FP), DI
-	VPXOR Y0, Y0, Y0
-	VMOVDQU Y0, 0(DI)
-	VZEROUPPER
-	RET
-q8f32bad:
-	MOVB $0, ok+20(FP)
+	JMP q4r32next
+q4r32done:
+	MOVQ BX, done+32(FP)
 	VZEROUPPER
 	RET
 
-// func q8GroupF16(src *uint16, out *byte) (s float32, ok bool)
-TEXT ·q8GroupF16(SB), NOSPLIT, $0-21
-	LOADF16
-	SCALE(f127<>(SB), q8f16bad, q8f16zero)
+// func q8RowF16(src *uint16, n int, sc *uint16, out *byte) (done int)
+TEXT ·q8RowF16(SB), NOSPLIT, $0-40
+	ROWCONST
+q8r16loop:
+	CMPQ BX, CX
+	JGE q8r16done
+	LOADF16AT
+	ROWSCALE(f127<>(SB), q8r16done, q8r16zero)
 	ROUND4
-	Q8OUT
-	VZEROUPPER
-	RET
-q8f16zero:
-	MOVQ out+8(FP), DI
+	Q8STORE
+q8r16next:
+	ADDQ $64, SI
+	ADDQ $2, DX
+	ADDQ $32, DI
+	INCQ BX
+	JMP q8r16loop
+q8r16zero:
 	VPXOR Y0, Y0, Y0
 	VMOVDQU Y0, 0(DI)
+	JMP q8r16next
+q8r16done:
+	MOVQ BX, done+32(FP)
 	VZEROUPPER
 	RET
-q8f16bad:
-	MOVB $0, ok+20(FP)
+
+// func q8RowF32(src *float32, n int, sc *uint16, out *byte) (done int)
+TEXT ·q8RowF32(SB), NOSPLIT, $0-40
+	ROWCONST
+q8r32loop:
+	CMPQ BX, CX
+	JGE q8r32done
+	LOADF32AT
+	ROWSCALE(f127<>(SB), q8r32done, q8r32zero)
+	ROUND4
+	Q8STORE
+q8r32next:
+	ADDQ $128, SI
+	ADDQ $2, DX
+	ADDQ $32, DI
+	INCQ BX
+	JMP q8r32loop
+q8r32zero:
+	VPXOR Y0, Y0, Y0
+	VMOVDQU Y0, 0(DI)
+	JMP q8r32next
+q8r32done:
+	MOVQ BX, done+32(FP)
 	VZEROUPPER
 	RET
