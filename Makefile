@@ -45,5 +45,8 @@ golden:
 golden-test:
 	cd golden && $(PY) -m unittest discover -s tests -v
 
+demo: build
+	./scripts/demo.sh
+
 clean:
 	rm -rf bin out .demo
