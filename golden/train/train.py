@@ -24,7 +24,7 @@ import data  # noqa: E402
 import model as M  # noqa: E402
 from cflow_ref import safetensors_io  # noqa: E402
 
-DEFAULTS = dict(steps=300, seq=256, batch=16, lr=3e-3, min_lr_frac=0.1, warmup=30,
+DEFAULTS = dict(steps=160, seq=256, batch=4, lr=3e-3, min_lr_frac=0.1, warmup=16,
                 weight_decay=0.1, aux_coef=0.01, clip=1.0, seed=1234, data_seed=4321)
 
 

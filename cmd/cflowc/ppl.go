@@ -1,0 +1,106 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	goruntime "runtime"
+	"time"
+
+	"github.com/cflow-dev/cflow/ppl"
+	cfrt "github.com/cflow-dev/cflow/runtime"
+	"github.com/cflow-dev/cflow/verify"
+	"github.com/urfave/cli/v2"
+)
+
+func init() {
+	commands = append(commands, &cli.Command{
+		Name:      "ppl",
+		Usage:     "perplexity and bits per byte of a text file under the model",
+		ArgsUsage: "FILE --text TEXT.txt [--ctx N] [--json]",
+		Description: "Tokenizes the text once with the file's tokenizer (no BOS), splits the ids into consecutive\n" +
+			"chunks of ctx−1 and evaluates each chunk as [BOS]+chunk from position 0, predicting every chunk\n" +
+			"token from its prefix. Prints exp(mean NLL) over all chunk tokens and total NLL / ln 2 / text\n" +
+			"bytes. ctx defaults to the model's maximum sequence length, at most 512. golden/train/eval.py\n" +
+			"computes the same numbers with the PyTorch reference.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "text", Usage: "text file to evaluate (required)"},
+			&cli.IntFlag{Name: "ctx", Usage: "context per chunk, BOS included (0: the model's maximum, at most 512)"},
+			&cli.BoolFlag{Name: "json", Usage: "print {ppl, bits_per_byte, tokens, ...} as JSON"},
+			&cli.BoolFlag{Name: "float-kernel", Usage: "keep activations in f32 (the kernel verify uses) instead of the default kernel"},
+			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: goruntime.NumCPU(), Usage: "decode threads"},
+		},
+		Action: runPPL,
+	})
+}
+
+func runPPL(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return cli.Exit("ppl: give one model FILE", exitUsage)
+	}
+	if c.String("text") == "" {
+		return cli.Exit("ppl: --text is required", exitUsage)
+	}
+	if c.Int("ctx") < 0 || c.Int("threads") < 1 {
+		return cli.Exit("ppl: --ctx must be ≥ 0 and --threads ≥ 1", exitUsage)
+	}
+	text, err := os.ReadFile(c.String("text"))
+	if err != nil {
+		return cli.Exit("ppl: "+err.Error(), exitUsage)
+	}
+	m, err := openRunModel(c.Args().First())
+	if err != nil {
+		return cli.Exit("ppl: "+err.Error(), exitUsage)
+	}
+	defer m.Close()
+	if t := c.Int("threads"); t > goruntime.GOMAXPROCS(0) {
+		goruntime.GOMAXPROCS(t)
+	}
+	if c.Bool("float-kernel") {
+		verify.EnsureFloatKernel()
+	}
+	ids, bos, err := ppl.Tokenize(m, text)
+	if err != nil {
+		return cli.Exit("ppl: "+err.Error(), exitUsage)
+	}
+	if bos < 0 {
+		return cli.Exit("ppl: the file's tokenizer has no BOS token, which the protocol puts before every chunk", exitUsage)
+	}
+	ctx := c.Int("ctx")
+	if ctx == 0 {
+		ctx = ppl.DefaultCtx(&m.Header)
+	}
+	e, err := cfrt.New(m, cfrt.Options{Threads: c.Int("threads")})
+	if err != nil {
+		return cli.Exit("ppl: "+err.Error(), exitUsage)
+	}
+	defer e.Close()
+	var progress func(int, int)
+	if !c.Bool("json") {
+		if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			progress = func(done, total int) { fmt.Fprintf(os.Stderr, "\r%d/%d tokens", done, total) }
+		}
+	}
+	t0 := time.Now()
+	r, err := ppl.Evaluate(e, ids, bos, ctx, len(text), progress)
+	if progress != nil {
+		fmt.Fprintln(os.Stderr)
+	}
+	if err != nil {
+		return cli.Exit(err.Error(), exitUsage)
+	}
+	el := time.Since(t0)
+	if c.Bool("json") {
+		out, err := json.Marshal(r)
+		if err != nil {
+			return cli.Exit(err.Error(), exitError)
+		}
+		fmt.Println(string(out))
+		return nil
+	}
+	fmt.Printf("ppl %.4f  bits/byte %.4f  loss %.5f nats/token  (%d tokens, %d bytes, %d chunks, ctx %d)\n",
+		r.PPL, r.BitsPerByte, r.Loss, r.Tokens, r.Bytes, r.Chunks, r.Ctx)
+	fmt.Fprintf(os.Stderr, "%.1f s, %.0f tok/s, kernel %s, %d threads\n", el.Seconds(),
+		float64(r.Tokens)/max(el.Seconds(), 1e-9), cfrt.KernelName(), c.Int("threads"))
+	return nil
+}

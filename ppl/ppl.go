@@ -1,0 +1,152 @@
+// Package ppl measures perplexity and bits per byte of a text under a cflow
+// model, by the protocol of issue 10 that golden/train/eval.py follows on
+// the PyTorch side:
+//
+//   - tokenize the text once, without BOS;
+//   - split the ids into consecutive chunks of ctx − 1 (the last may be
+//     shorter); ctx defaults to the model's maximum, at most 512;
+//   - evaluate each chunk as [BOS] + chunk from position 0, predicting
+//     every chunk token from its prefix;
+//   - loss = mean NLL over all chunk tokens (nats), ppl = exp(loss),
+//     bits/byte = total NLL / ln 2 / number of text bytes.
+//
+// Each chunk is one fresh sequence on one Engine (Reset between chunks).
+// NLL is computed in float64 from the engine's f32 logits.
+package ppl
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/runtime"
+	"github.com/cflow-dev/cflow/tokenizer"
+)
+
+// MaxDefaultCtx caps the default context.
+const MaxDefaultCtx = 512
+
+// Result is one evaluation. JSON names are cflowc ppl --json's.
+type Result struct {
+	PPL         float64 `json:"ppl"`
+	BitsPerByte float64 `json:"bits_per_byte"`
+	Tokens      int     `json:"tokens"` // chunk tokens scored (BOS excluded)
+	Loss        float64 `json:"loss"`   // mean NLL, nats per token
+	NLL         float64 `json:"nll"`    // total NLL, nats
+	Bytes       int     `json:"bytes"`  // text bytes, the bits/byte denominator
+	Ctx         int     `json:"ctx"`
+	Chunks      int     `json:"chunks"`
+}
+
+// Options configure Text.
+type Options struct {
+	// Ctx is the evaluation context including BOS; 0 means DefaultCtx.
+	Ctx int
+	// Threads for the engine; ≤ 0 means every CPU.
+	Threads int
+	// Progress, when set, is called after each chunk.
+	Progress func(doneTokens, totalTokens int)
+}
+
+// DefaultCtx is the model's maximum sequence length, at most MaxDefaultCtx.
+func DefaultCtx(h *cflowfmt.Header) int { return min(int(h.MaxSeqLen), MaxDefaultCtx) }
+
+// Tokenize encodes text with the file's tokenizer, without BOS, and
+// returns the tokenizer's BOS id (−1 when it has none).
+func Tokenize(m *cflowfmt.Model, text []byte) (ids []int, bos int, err error) {
+	tk, err := tokenizer.FromMetadata(m.Meta, int(m.Header.VocabSize))
+	if err != nil {
+		if errors.Is(err, tokenizer.ErrNoTokenizer) {
+			return nil, -1, fmt.Errorf("ppl: %w, so text cannot be tokenized", err)
+		}
+		return nil, -1, err
+	}
+	ids, err = tk.Encode(string(text))
+	if err != nil {
+		return nil, -1, err
+	}
+	return ids, tk.BOS(), nil
+}
+
+// Text tokenizes text with the file's tokenizer and evaluates it.
+func Text(m *cflowfmt.Model, text []byte, opt Options) (*Result, error) {
+	ids, bos, err := Tokenize(m, text)
+	if err != nil {
+		return nil, err
+	}
+	if bos < 0 {
+		return nil, errors.New("ppl: the file's tokenizer has no BOS token, which the protocol puts before every chunk")
+	}
+	ctx := opt.Ctx
+	if ctx == 0 {
+		ctx = DefaultCtx(&m.Header)
+	}
+	e, err := runtime.New(m, runtime.Options{Threads: opt.Threads})
+	if err != nil {
+		return nil, err
+	}
+	defer e.Close()
+	return Evaluate(e, ids, bos, ctx, len(text), opt.Progress)
+}
+
+// Evaluate scores ids (no BOS) on e by the protocol, with chunks of ctx − 1
+// ids each after BOS. textBytes is the bits-per-byte denominator.
+func Evaluate(e *runtime.Engine, ids []int, bos, ctx, textBytes int, progress func(done, total int)) (*Result, error) {
+	h := e.Header()
+	V := int(h.VocabSize)
+	switch {
+	case len(ids) == 0:
+		return nil, errors.New("ppl: the text has no tokens")
+	case textBytes <= 0:
+		return nil, errors.New("ppl: the text has no bytes")
+	case ctx < 2:
+		return nil, fmt.Errorf("ppl: ctx %d leaves no room for a token after BOS (need ≥ 2)", ctx)
+	case ctx > int(h.MaxSeqLen):
+		return nil, fmt.Errorf("ppl: ctx %d exceeds the model's maximum sequence length %d", ctx, h.MaxSeqLen)
+	case bos < 0 || bos >= V:
+		return nil, fmt.Errorf("ppl: BOS %d outside the vocabulary of %d", bos, V)
+	}
+	for i, id := range ids {
+		if id < 0 || id >= V {
+			return nil, fmt.Errorf("ppl: token %d (at %d) outside the vocabulary of %d", id, i, V)
+		}
+	}
+	n := ctx - 1
+	r := &Result{Ctx: ctx, Bytes: textBytes}
+	for start := 0; start < len(ids); start += n {
+		chunk := ids[start:min(start+n, len(ids))]
+		e.Reset()
+		prev := bos
+		for _, tgt := range chunk {
+			logits, err := e.Step(prev)
+			if err != nil {
+				return nil, fmt.Errorf("ppl: chunk at token %d: %w", start, err)
+			}
+			r.NLL += NLL(logits, tgt)
+			prev = tgt
+		}
+		r.Tokens += len(chunk)
+		r.Chunks++
+		if progress != nil {
+			progress(r.Tokens, len(ids))
+		}
+	}
+	r.Loss = r.NLL / float64(r.Tokens)
+	r.PPL = math.Exp(r.Loss)
+	r.BitsPerByte = r.NLL / math.Ln2 / float64(textBytes)
+	return r, nil
+}
+
+// NLL is −log softmax(logits)[target], in float64.
+func NLL(logits []float32, target int) float64 {
+	mx := math.Inf(-1)
+	for _, z := range logits {
+		mx = math.Max(mx, float64(z))
+	}
+	var s float64
+	for _, z := range logits {
+		s += math.Exp(float64(z) - mx)
+	}
+	return mx + math.Log(s) - float64(logits[target])
+}
