@@ -9,12 +9,15 @@ import (
 // split: its sum equals a plain loop's for lengths that do not divide.
 func TestReadAllSumsEveryElement(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	for _, n := range []int{0, 1, 7, 8, 9, 1000, 4099} {
+	for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 33, 1000, 4099} {
 		buf := make([]uint64, n)
 		var want uint64
 		for i := range buf {
 			buf[i] = r.Uint64()
 			want += buf[i]
+		}
+		if got := sum(buf); got != want {
+			t.Errorf("n=%d: sum %d, want %d", n, got, want)
 		}
 		for _, th := range []int{1, 2, 3, 8} {
 			if got := readAll(buf, th); got != want {

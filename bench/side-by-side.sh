@@ -47,6 +47,7 @@ fi
 
 res="$out/results.jsonl"
 : > "$res"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
 echo "model: $cflow ($(du -h "$cflow" | cut -f1)), gguf: $gguf"
 echo "$rounds rounds × threads {$threads}: llama-bench -p 0 -n $tokens -r $runs; cflowc bench --tokens $tokens --runs $runs"
 for round in $(seq 1 "$rounds"); do
@@ -84,4 +85,4 @@ for t in ts:
           f"{med('cflowc', t, 'roofline_tok_s'):.1f} | {med('cflowc', t, 'gb_s'):.1f} | {100*med('cflowc', t, 'roofline_fraction'):.0f}% |")
 PY
 echo
-echo "raw results: $res"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg); raw results: $res"
