@@ -14,6 +14,7 @@ import (
 	goruntime "runtime"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/runtime/numa"
 	"github.com/cflow-dev/cflow/runtime/plan"
 )
 
@@ -22,6 +23,13 @@ type Options struct {
 	// Threads is the number of threads splitting each matvec, the caller
 	// included; ≤ 0 means runtime.NumCPU().
 	Threads int
+	// NUMA is the node topology to run on; nil detects it (CFLOW_NUMA_TOPOLOGY,
+	// else sysfs). One node is the plain single-pool path; several start one
+	// pinned worker group per node (numa_setup.go).
+	NUMA *numa.Topology
+	// Placer receives the multi-node engine's memory-binding requests; nil
+	// is the real mbind(2). Tests inject a numa.Recorder.
+	Placer numa.Placer
 }
 
 // ErrContextFull is returned by Step once the KV cache holds
@@ -58,6 +66,9 @@ type Engine struct {
 
 	st sched
 	bf buffers
+
+	numa    *numaState // nil on the plain, single-node path
+	numaRep NUMAReport
 
 	obs   Observation
 	stats Stats
@@ -143,7 +154,9 @@ func New(m *cflowfmt.Model, opt Options) (*Engine, error) {
 	if threads <= 0 {
 		threads = goruntime.NumCPU()
 	}
-	e.pool = newPool(threads)
+	if err := e.startPool(opt, threads); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -178,7 +191,10 @@ func (e *Engine) buildVocab() error {
 }
 
 // Close stops the worker pool. The Model stays open (its owner closes it).
-func (e *Engine) Close() { e.pool.close() }
+func (e *Engine) Close() {
+	e.pool.close()
+	e.closeNUMA()
+}
 
 // Pos is the number of tokens consumed so far (the next token's position).
 func (e *Engine) Pos() int { return e.pos }

@@ -25,6 +25,9 @@ type matPlan struct {
 	bytes   int64 // on-disk bytes of every tile, for byte accounting
 	outDims []int
 	inDim   int
+	// numa splits the stripes by owning node; nil until a multi-node
+	// engine first runs the plan (and always nil on the plain path).
+	numa *numaPlan
 }
 
 // buildPlan groups tiles into stripes. outs maps a MatrixID to its output
@@ -111,6 +114,10 @@ func (p *matPlan) covers() bool {
 // matvec computes every output of plan p from one prepared activation,
 // splitting stripes across the pool. outs are zeroed first.
 func (e *Engine) matvec(p *matPlan, a *actVec, outs ...[]float32) {
+	if e.numa != nil {
+		e.numaMatvec(p, a, outs)
+		return
+	}
 	for _, o := range outs {
 		clear(o)
 	}

@@ -44,6 +44,11 @@ type pool struct {
 	cond     *sync.Cond
 	closed   atomic.Bool
 	wg       sync.WaitGroup
+	// groups, when set, makes this pool a front over one pinned group per
+	// NUMA node: run splits its items into contiguous runs, one per group
+	// (attention heads land on the node holding their Q rows), and the
+	// caller only coordinates. nil on the plain, single-node path.
+	groups []*pool
 }
 
 // newPool starts threads−1 workers; the caller of run is the last thread.
@@ -104,12 +109,25 @@ func (p *pool) run(n int, f func(i int)) {
 	if n <= 0 {
 		return
 	}
+	if p.groups != nil {
+		p.spread(n, f)
+		return
+	}
 	if p.workers == 0 || n == 1 {
 		for i := 0; i < n; i++ {
 			f(i)
 		}
 		return
 	}
+	j := p.post(n, f)
+	j.work()
+	p.finish(j)
+}
+
+// post publishes f(0..n−1) to the workers and returns without waiting;
+// finish waits. A NUMA group's caller posts to every node before waiting
+// on any, so the nodes run concurrently.
+func (p *pool) post(n int, f func(i int)) *job {
 	j := &job{f: f, n: int64(n)}
 	j.pending.Store(int64(n))
 	p.cur.Store(j)
@@ -118,7 +136,11 @@ func (p *pool) run(n int, f func(i int)) {
 		p.cond.Broadcast()
 		p.mu.Unlock()
 	}
-	j.work()
+	return j
+}
+
+// finish spins (yielding) until every item of j is done.
+func (p *pool) finish(j *job) {
 	for i := 0; j.pending.Load() > 0; i++ {
 		if i%16 == 15 {
 			goruntime.Gosched()
@@ -126,7 +148,64 @@ func (p *pool) run(n int, f func(i int)) {
 	}
 }
 
-// close stops the workers; run must not be called afterwards.
+// spread runs f(0..n−1) with group g taking items [g·n/G, (g+1)·n/G).
+func (p *pool) spread(n int, f func(i int)) {
+	G := len(p.groups)
+	jobs := make([]*job, G)
+	for g, gp := range p.groups {
+		lo, hi := g*n/G, (g+1)*n/G
+		if hi > lo {
+			jobs[g] = gp.post(hi-lo, func(i int) { f(lo + i) })
+		}
+	}
+	for g, j := range jobs {
+		if j != nil {
+			p.groups[g].finish(j)
+		}
+	}
+}
+
+// newGroup starts a NUMA node's worker group: workers goroutines, each
+// locked to its OS thread and pinned by pin before taking work (a nil pin
+// leaves them unpinned). The caller never runs a group's items, so the
+// group's threads are the only ones touching its node's shards. A worker
+// never unlocks its thread: when it exits, Go retires the pinned thread
+// instead of reusing it unpinned-looking for other goroutines.
+func newGroup(workers int, pin func() error) (*pool, error) {
+	p := &pool{workers: workers}
+	p.cond = sync.NewCond(&p.mu)
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		p.wg.Add(1)
+		go func() {
+			goruntime.LockOSThread()
+			var err error
+			if pin != nil {
+				err = pin()
+			}
+			errs <- err
+			if err != nil {
+				p.wg.Done()
+				return
+			}
+			p.loop()
+		}()
+	}
+	var first error
+	for w := 0; w < workers; w++ {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		p.close()
+		return nil, first
+	}
+	return p, nil
+}
+
+// close stops the workers (and a front's groups); run must not be called
+// afterwards.
 func (p *pool) close() {
 	if p.closed.Swap(true) {
 		return
@@ -135,4 +214,7 @@ func (p *pool) close() {
 	p.cond.Broadcast()
 	p.mu.Unlock()
 	p.wg.Wait()
+	for _, g := range p.groups {
+		g.close()
+	}
 }
