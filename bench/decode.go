@@ -23,6 +23,9 @@ type Config struct {
 	// Profile, when set, receives a CPU profile of the timed runs only
 	// (not the warm-up or the probe), for go tool pprof.
 	Profile io.Writer
+	// ExpertIO is how the engine fetches expert tiles (--expert-io), so the
+	// staged-I/O arms can be benchmarked like the default mmap path.
+	ExpertIO runtime.ExpertIO
 }
 
 // Result is what `cflowc bench` prints; the JSON names are the issue's.
@@ -61,7 +64,7 @@ func Run(m *cflowfmt.Model, cfg Config) (*Result, error) {
 	if need := max(cfg.Tokens, cfg.Warmup); need > int(h.MaxSeqLen) {
 		return nil, fmt.Errorf("bench: %d tokens per run exceed the model's context of %d", need, h.MaxSeqLen)
 	}
-	e, err := runtime.New(m, runtime.Options{Threads: cfg.Threads})
+	e, err := runtime.New(m, runtime.Options{Threads: cfg.Threads, ExpertIO: cfg.ExpertIO})
 	if err != nil {
 		return nil, err
 	}

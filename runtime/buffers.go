@@ -33,6 +33,7 @@ type sched struct {
 type queued struct {
 	target int
 	v      []float32
+	job    *stagedJob // ExpertIODirect: computed into v at injection
 }
 
 func (e *Engine) allocBuffers() {

@@ -14,7 +14,6 @@ import (
 	goruntime "runtime"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
-	"github.com/cflow-dev/cflow/runtime/numa"
 	"github.com/cflow-dev/cflow/runtime/plan"
 )
 
@@ -23,13 +22,9 @@ type Options struct {
 	// Threads is the number of threads splitting each matvec, the caller
 	// included; ≤ 0 means runtime.NumCPU().
 	Threads int
-	// NUMA is the node topology to run on; nil detects it (CFLOW_NUMA_TOPOLOGY,
-	// else sysfs). One node is the plain single-pool path; several start one
-	// pinned worker group per node (numa_setup.go).
-	NUMA *numa.Topology
-	// Placer receives the multi-node engine's memory-binding requests; nil
-	// is the real mbind(2). Tests inject a numa.Recorder.
-	Placer numa.Placer
+	// ExpertIO picks how expert tiles are fetched (mmap, or O_DIRECT reads
+	// blocking at routing or overlapped until injection); see ExpertIO.
+	ExpertIO ExpertIO
 }
 
 // ErrContextFull is returned by Step once the KV cache holds
@@ -67,8 +62,7 @@ type Engine struct {
 	st sched
 	bf buffers
 
-	numa    *numaState // nil on the plain, single-node path
-	numaRep NUMAReport
+	xio *fetcher // staged expert reads; nil under ExpertIOMmap
 
 	obs   Observation
 	stats Stats
@@ -150,13 +144,14 @@ func New(m *cflowfmt.Model, opt Options) (*Engine, error) {
 		e.kv[p].dim = e.layers[p/e.iters].kvDim
 	}
 	e.allocBuffers()
+	if err := e.initExpertIO(opt.ExpertIO); err != nil {
+		return nil, err
+	}
 	threads := opt.Threads
 	if threads <= 0 {
 		threads = goruntime.NumCPU()
 	}
-	if err := e.startPool(opt, threads); err != nil {
-		return nil, err
-	}
+	e.pool = newPool(threads)
 	return e, nil
 }
 
@@ -193,7 +188,9 @@ func (e *Engine) buildVocab() error {
 // Close stops the worker pool. The Model stays open (its owner closes it).
 func (e *Engine) Close() {
 	e.pool.close()
-	e.closeNUMA()
+	if e.xio != nil {
+		e.xio.close()
+	}
 }
 
 // Pos is the number of tokens consumed so far (the next token's position).

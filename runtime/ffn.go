@@ -56,6 +56,9 @@ func (e *Engine) moe(pass int, lp *layerPlan, hn, out []float32) error {
 		w[j] = math.Exp(float64(b.router[x]) - mx)
 		sum += w[j]
 	}
+	if e.xio != nil {
+		return e.routeStaged(lp, sel, w, sum, hn, out)
+	}
 	clear(out)
 	for j, x := range sel {
 		ep, err := e.expert(lp, x)

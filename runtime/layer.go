@@ -153,7 +153,18 @@ func (e *Engine) expert(lp *layerPlan, x int) (*expertPlan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runtime: layer %d expert %d: %w", lp.idx, x, err)
 	}
-	var gu, dn []cflowfmt.MappedTile
+	gu, dn := splitExpert(ts)
+	ep, err := e.expertPlanOf(lp.idx, x, gu, dn)
+	if err != nil {
+		return nil, err
+	}
+	lp.experts[x] = ep
+	return ep, nil
+}
+
+// splitExpert separates an expert's tiles (file order) into its gate/up and
+// down tiles, each in file order, copying them into fresh slices.
+func splitExpert(ts []cflowfmt.MappedTile) (gu, dn []cflowfmt.MappedTile) {
 	for _, t := range ts {
 		if t.Matrix == cflowfmt.MatExpertDown {
 			dn = append(dn, t)
@@ -161,9 +172,16 @@ func (e *Engine) expert(lp *layerPlan, x int) (*expertPlan, error) {
 			gu = append(gu, t)
 		}
 	}
+	return gu, dn
+}
+
+// expertPlanOf builds expert x of layer l's plans over gu and dn; the plans
+// point at those slices' elements, so a staged fetch can rebind their bytes.
+func (e *Engine) expertPlanOf(l, x int, gu, dn []cflowfmt.MappedTile) (*expertPlan, error) {
 	eff, d := int(e.h.ExpertIntermediateSize), e.d
-	what := fmt.Sprintf("layer %d expert %d", lp.idx, x)
+	what := fmt.Sprintf("layer %d expert %d", l, x)
 	ep := &expertPlan{}
+	var err error
 	if ep.gateUp, err = buildCovering(what+" gate/up", gu, map[cflowfmt.MatrixID]int{cflowfmt.MatExpertGate: 0, cflowfmt.MatExpertUp: 1}, []int{eff, eff}, d); err != nil {
 		return nil, err
 	}
@@ -171,7 +189,6 @@ func (e *Engine) expert(lp *layerPlan, x int) (*expertPlan, error) {
 		return nil, err
 	}
 	ep.bytes = ep.gateUp.bytes + ep.down.bytes
-	lp.experts[x] = ep
 	return ep, nil
 }
 

@@ -83,6 +83,7 @@ func (e *Engine) runPlan() error {
 	st, style := &e.st, e.h.CombineStyle
 	L, de := int(e.h.NumLayers), int(e.h.ExpertDelay)
 	for _, q := range st.queue {
+		e.dropStaged(q.job) // left by a token that failed
 		st.free = append(st.free, q.v)
 	}
 	st.queue, st.open = st.queue[:0], -1
@@ -140,7 +141,7 @@ func (e *Engine) runPlan() error {
 		// residual before the final norm.
 		e.inject(math.MaxInt)
 	}
-	return nil
+	return e.stagedErr()
 }
 
 // enqueue copies v into the expert queue for target layer t.
@@ -153,7 +154,7 @@ func (e *Engine) enqueue(t int, v []float32) {
 		buf = make([]float32, e.d)
 	}
 	copy(buf, v)
-	st.queue = append(st.queue, queued{target: t, v: buf})
+	st.queue = append(st.queue, queued{target: t, v: buf, job: e.takeStaged()})
 }
 
 // inject adds every queued output whose target is ≤ t to the residual, in
@@ -163,6 +164,9 @@ func (e *Engine) inject(t int) {
 	keep := st.queue[:0]
 	for _, q := range st.queue {
 		if q.target <= t {
+			if q.job != nil {
+				e.finishStaged(q.job, q.v)
+			}
 			addTo(st.x, q.v)
 			st.free = append(st.free, q.v)
 		} else {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cflow-dev/cflow/bench"
+	cfrt "github.com/cflow-dev/cflow/runtime"
 	"github.com/cflow-dev/cflow/vflowfmt"
 	"github.com/urfave/cli/v2"
 )
@@ -30,6 +31,7 @@ func init() {
 			&cli.IntFlag{Name: "probe-runs", Value: 5, Usage: "probe passes (median reported)"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the decode runs (go tool pprof)"},
+			&cli.StringFlag{Name: "expert-io", Value: "mmap", Usage: "expert fetch: mmap, sync or direct (as run's --expert-io)"},
 		},
 		Action: runBench,
 	})
@@ -52,7 +54,11 @@ func runBench(c *cli.Context) error {
 		fmt.Fprintf(os.Stderr, "note: %d threads on GOMAXPROCS %d; raising GOMAXPROCS\n", t, goruntime.GOMAXPROCS(0))
 		goruntime.GOMAXPROCS(t)
 	}
-	cfg := bench.Config{
+	xio, err := cfrt.ParseExpertIO(c.String("expert-io"))
+	if err != nil {
+		return cli.Exit("bench: --expert-io: "+err.Error(), exitUsage)
+	}
+	cfg := bench.Config{ExpertIO: xio,
 		Threads: c.Int("threads"), Tokens: c.Int("tokens"), Runs: c.Int("runs"), Warmup: c.Int("warmup"),
 		ProbeBytes: int64(c.Int("probe-mib")) << 20, ProbeRuns: c.Int("probe-runs"), Seed: 1,
 	}

@@ -36,6 +36,7 @@ func init() {
 			&cli.Uint64Flag{Name: "seed", Usage: "sampling seed (0 = from the clock)"},
 			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: goruntime.NumCPU(), Usage: "decode threads"},
 			&cli.StringFlag{Name: "trace-out", Usage: "write a TRACE.md trace of this run to this file"},
+			&cli.StringFlag{Name: "expert-io", Value: "mmap", Usage: "expert fetch: mmap (page cache), sync (O_DIRECT reads blocking at the routing layer) or direct (O_DIRECT reads overlapped until the injection layer)"},
 		},
 		Action: runRun,
 	})
@@ -112,6 +113,10 @@ func runRun(c *cli.Context) error {
 			return cli.Exit(fmt.Sprintf("run: token %d outside the vocabulary of %d", id, h.VocabSize), exitUsage)
 		}
 	}
+	xio, err := cfrt.ParseExpertIO(c.String("expert-io"))
+	if err != nil {
+		return cli.Exit("run: --expert-io: "+err.Error(), exitUsage)
+	}
 	if c.Int("threads") < 1 || c.Int("max-tokens") < 0 {
 		return cli.Exit("run: --threads must be ≥ 1 and --max-tokens ≥ 0", exitUsage)
 	}
@@ -123,7 +128,7 @@ func runRun(c *cli.Context) error {
 		// needs no allowance for int8 activation rounding.
 		verify.EnsureFloatKernel()
 	}
-	e, err := cfrt.New(m, cfrt.Options{Threads: c.Int("threads")})
+	e, err := cfrt.New(m, cfrt.Options{Threads: c.Int("threads"), ExpertIO: xio})
 	if err != nil {
 		return cli.Exit(err.Error(), exitUsage)
 	}
@@ -169,6 +174,7 @@ func runRun(c *cli.Context) error {
 	}
 	tPrompt := time.Since(t0)
 	bPrompt := e.Stats().Total.Sum()
+	xPrompt := e.ExpertIOStats()
 	t1 := time.Now()
 	prev, stop := prompt[len(prompt)-1], ""
 	for n := 0; n < c.Int("max-tokens"); n++ {
@@ -208,6 +214,9 @@ func runRun(c *cli.Context) error {
 	fmt.Fprintf(os.Stderr, "prompt: %d tokens, %.2f tok/s; decode: %d tokens, %.2f tok/s; effective weight bandwidth %.2f GB/s (%.2f MB/token); kernel %s, %d threads\n",
 		len(prompt), rate(int64(len(prompt)), tPrompt), len(tr.Generated), rate(decoded, tDecode),
 		rate(st.Total.Sum()-bPrompt, tDecode)/1e9, float64(st.Last.Sum())/1e6, cfrt.KernelName(), c.Int("threads"))
+	if xs := e.ExpertIOStats(); xio != cfrt.ExpertIOMmap && xs.Mode == xio {
+		printExpertIO(xs.Sub(xPrompt), decoded, tDecode)
+	}
 	if p := c.String("trace-out"); p != "" {
 		f, err := os.Create(p)
 		if err != nil {
@@ -222,4 +231,18 @@ func runRun(c *cli.Context) error {
 		}
 	}
 	return nil
+}
+
+// printExpertIO reports the staged expert tier over the decode tokens:
+// how it read (O_DIRECT or the buffered fallback and why), what it moved,
+// and per token the decode time, the time the decode thread stalled on
+// expert reads and the time the disk was busy — the C, IO and IO_eff of
+// docs/PERFORMANCE.md's expert I/O model.
+func printExpertIO(x cfrt.ExpertIOStats, tokens int64, d time.Duration) {
+	if tokens <= 0 {
+		return
+	}
+	per := func(v time.Duration) float64 { return float64(v.Microseconds()) / 1e3 / float64(tokens) }
+	fmt.Fprintf(os.Stderr, "expert I/O %s: %d reads, %.1f MB/token; per token %.2f ms decode, %.2f ms stalled on expert reads, %.2f ms disk busy\n",
+		x.Describe(), x.Reads, float64(x.Bytes)/1e6/float64(tokens), per(d), per(x.Stall), per(x.Busy))
 }

@@ -1,0 +1,204 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cflow-dev/cflow/cflowfmt"
+)
+
+// stagedJob is one routing whose experts are read into staging slots: what
+// the expert computation needs wherever it runs — the layer, the selected
+// experts and their softmax weights, and (when deferred) a copy of the
+// router's normalized activation.
+type stagedJob struct {
+	lp    *layerPlan
+	sel   []int
+	w     []float32
+	hn    []float32
+	slots []*stagingSlot
+}
+
+// stagedPlan is one expert's plans whose tiles (gu, dn) are rebound to the
+// staging buffer each time the expert is read.
+type stagedPlan struct {
+	ep     *expertPlan
+	gu, dn []cflowfmt.MappedTile
+}
+
+// defersExperts reports combine styles whose expert output joins a later
+// layer (the queue keyed by target layer); only those can overlap a read.
+func (e *Engine) defersExperts() bool {
+	s := e.h.CombineStyle
+	return s == cflowfmt.DelayedSum || s == cflowfmt.AsyncExperts
+}
+
+// routeStaged is moe's tail under ExpertIOSync/Direct: it issues the
+// selected experts' reads, then either computes them now into out (sync,
+// or a style that injects in the routing layer) or leaves out zero and
+// hands the job to enqueue, to be computed at the injection layer.
+func (e *Engine) routeStaged(lp *layerPlan, sel []int, w []float64, sum float64, hn, out []float32) error {
+	x := e.xio
+	if err := x.err; err != nil {
+		x.err = nil
+		return err
+	}
+	var j *stagedJob
+	if n := len(x.jobs); n > 0 {
+		j, x.jobs = x.jobs[n-1], x.jobs[:n-1]
+	} else {
+		j = &stagedJob{hn: make([]float32, e.d)}
+	}
+	j.lp, j.sel, j.w = lp, append(j.sel[:0], sel...), j.w[:0]
+	for i := range sel {
+		j.w = append(j.w, float32(w[i]/sum))
+	}
+	ranges := e.m.Layers[lp.idx].Experts
+	for _, ex := range sel {
+		r := ranges[ex]
+		lo := r.Offset &^ (expertAlign - 1)
+		s := x.get()
+		x.issue(s, lo, int(alignExpert(r.End())-lo))
+		j.slots = append(j.slots, s)
+	}
+	clear(out)
+	if x.mode == ExpertIODirect && e.defersExperts() {
+		copy(j.hn, hn)
+		x.staged = j
+		return nil
+	}
+	err := e.computeStaged(j, out) // actD still holds hn from the router
+	x.release(j)
+	return err
+}
+
+// takeStaged hands enqueue the job routeStaged deferred, if any.
+func (e *Engine) takeStaged() *stagedJob {
+	if e.xio == nil {
+		return nil
+	}
+	j := e.xio.staged
+	e.xio.staged = nil
+	return j
+}
+
+// finishStaged computes a deferred job into out at its injection layer,
+// from the saved activation: the same kernels in the same order as the
+// routing-layer path, so the sum is bit-identical. A failure is kept for
+// the end of the token (inject cannot return it) and out stays zero.
+func (e *Engine) finishStaged(j *stagedJob, out []float32) {
+	x := e.xio
+	e.prepare(stMoE, e.bf.actD, j.hn)
+	if err := e.computeStaged(j, out); err != nil {
+		clear(out)
+		if x.err == nil {
+			x.err = err
+		}
+	}
+	x.release(j)
+}
+
+// computeStaged awaits each expert's read, parses its tiles from the
+// staging buffer and runs moe's expert loop with actD prepared.
+func (e *Engine) computeStaged(j *stagedJob, out []float32) error {
+	b, x := &e.bf, e.xio
+	clear(out)
+	for i, ex := range j.sel {
+		s := j.slots[i]
+		x.await(s)
+		ep, err := x.plan(e, j.lp.idx, ex, s)
+		if err != nil {
+			return err
+		}
+		if x.observe != nil {
+			x.observe("use", s.buf)
+		}
+		e.matvec(ep.gateUp, b.actD, b.eg, b.eu)
+		e.glu(b.eg, b.eu)
+		e.prepare(stMoE, b.actE, b.eg)
+		e.matvec(ep.down, b.actE, b.eo)
+		axpy(out, j.w[i], b.eo)
+		e.stats.Last.Experts += ep.bytes
+	}
+	return nil
+}
+
+// dropStaged releases a job whose token ended early (an error), waiting
+// out any read still in flight on its slots.
+func (e *Engine) dropStaged(j *stagedJob) {
+	if j != nil {
+		e.xio.release(j)
+	}
+}
+
+// stagedErr returns (and clears) the token's staged failure.
+func (e *Engine) stagedErr() error {
+	if e.xio == nil {
+		return nil
+	}
+	err := e.xio.err
+	e.xio.err = nil
+	return err
+}
+
+// release returns a job's slots (put waits for pending reads) and the job.
+func (x *fetcher) release(j *stagedJob) {
+	for _, s := range j.slots {
+		x.put(s)
+	}
+	j.slots = j.slots[:0]
+	x.jobs = append(x.jobs, j)
+}
+
+// plan parses expert ex of layer l from s's buffer with the format's
+// expert parser and returns its plans, built on first use and afterwards
+// rebound to this buffer's bytes.
+func (x *fetcher) plan(e *Engine, l, ex int, s *stagingSlot) (*expertPlan, error) {
+	if s.err != nil {
+		return nil, fmt.Errorf("runtime: layer %d expert %d: read %s at %d: %w", l, ex, x.path, s.off, s.err)
+	}
+	r := e.m.Layers[l].Experts[ex]
+	if need := int(r.End() - s.off); s.got < need {
+		return nil, fmt.Errorf("runtime: layer %d expert %d: read %d of %d bytes at %d of %s", l, ex, s.got, need, s.off, x.path)
+	}
+	ts, err := cflowfmt.ParseExpert(s.buf[:s.got], cflowfmt.Range{Offset: r.Offset - s.off, Length: r.Length}, &e.h, l, ex)
+	if err != nil {
+		var fe *cflowfmt.FormatError
+		if errors.As(err, &fe) {
+			fe.Offset += s.off
+			fe.File = x.path
+		}
+		return nil, err
+	}
+	for i := range ts {
+		ts[i].Offset += s.off
+	}
+	key := l*int(e.h.NumExperts) + ex
+	sp := x.plans[key]
+	if sp == nil {
+		gu, dn := splitExpert(ts)
+		ep, err := e.expertPlanOf(l, ex, gu, dn)
+		if err != nil {
+			return nil, err
+		}
+		x.plans[key] = &stagedPlan{ep: ep, gu: gu, dn: dn}
+		return ep, nil
+	}
+	var g, d int
+	for i := range ts {
+		dst := &sp.dn
+		k := &d
+		if ts[i].Matrix != cflowfmt.MatExpertDown {
+			dst, k = &sp.gu, &g
+		}
+		if *k >= len(*dst) || (*dst)[*k].TileHeader != ts[i].TileHeader || (*dst)[*k].Offset != ts[i].Offset {
+			return nil, fmt.Errorf("runtime: layer %d expert %d: tile %d at %d differs from its first read", l, ex, i, ts[i].Offset)
+		}
+		(*dst)[*k].Tile = ts[i].Tile
+		*k++
+	}
+	if g != len(sp.gu) || d != len(sp.dn) {
+		return nil, fmt.Errorf("runtime: layer %d expert %d: %d tiles, first read had %d", l, ex, len(ts), len(sp.gu)+len(sp.dn))
+	}
+	return sp.ep, nil
+}
