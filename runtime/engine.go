@@ -14,6 +14,7 @@ import (
 	goruntime "runtime"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/runtime/numa"
 	"github.com/cflow-dev/cflow/runtime/plan"
 )
 
@@ -25,6 +26,13 @@ type Options struct {
 	// ExpertIO picks how expert tiles are fetched (mmap, or O_DIRECT reads
 	// blocking at routing or overlapped until injection); see ExpertIO.
 	ExpertIO ExpertIO
+	// NUMA is the node topology to run on; nil detects it (CFLOW_NUMA_TOPOLOGY,
+	// else sysfs). One node is the plain single-pool path; several start one
+	// pinned worker group per node (numa_setup.go).
+	NUMA *numa.Topology
+	// Placer receives the multi-node engine's memory-binding requests; nil
+	// is the real mbind(2). Tests inject a numa.Recorder.
+	Placer numa.Placer
 }
 
 // ErrContextFull is returned by Step once the KV cache holds
@@ -62,7 +70,9 @@ type Engine struct {
 	st sched
 	bf buffers
 
-	xio *fetcher // staged expert reads; nil under ExpertIOMmap
+	xio     *fetcher   // staged expert reads; nil under ExpertIOMmap
+	numa    *numaState // nil on the plain, single-node path
+	numaRep NUMAReport
 
 	obs   Observation
 	stats Stats
@@ -151,7 +161,9 @@ func New(m *cflowfmt.Model, opt Options) (*Engine, error) {
 	if threads <= 0 {
 		threads = goruntime.NumCPU()
 	}
-	e.pool = newPool(threads)
+	if err := e.startPool(opt, threads); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -188,6 +200,7 @@ func (e *Engine) buildVocab() error {
 // Close stops the worker pool. The Model stays open (its owner closes it).
 func (e *Engine) Close() {
 	e.pool.close()
+	e.closeNUMA()
 	if e.xio != nil {
 		e.xio.close()
 	}

@@ -214,6 +214,7 @@ func runRun(c *cli.Context) error {
 	fmt.Fprintf(os.Stderr, "prompt: %d tokens, %.2f tok/s; decode: %d tokens, %.2f tok/s; effective weight bandwidth %.2f GB/s (%.2f MB/token); kernel %s, %d threads\n",
 		len(prompt), rate(int64(len(prompt)), tPrompt), len(tr.Generated), rate(decoded, tDecode),
 		rate(st.Total.Sum()-bPrompt, tDecode)/1e9, float64(st.Last.Sum())/1e6, cfrt.KernelName(), c.Int("threads"))
+	fmt.Fprintln(os.Stderr, e.NUMA()) // topology, plan use and weight placement
 	if xs := e.ExpertIOStats(); xio != cfrt.ExpertIOMmap && xs.Mode == xio {
 		printExpertIO(xs.Sub(xPrompt), decoded, tDecode)
 	}
