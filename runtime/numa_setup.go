@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	goruntime "runtime"
 	"strings"
 
 	"github.com/cflow-dev/cflow/runtime/numa"
@@ -157,6 +158,17 @@ func (e *Engine) startNUMA(opt Options, topo *numa.Topology, fp *numa.FilePlan) 
 	front := newPool(1)
 	e.pool = front
 	rep.Threads = splitThreads(opt.Threads, topo)
+	// Every pinned worker spins on its own thread and needs its own P, and
+	// the caller one more; fewer Ps would make workers and caller trade Ps
+	// through thread hand-offs on every matvec.
+	need := 1
+	for _, n := range rep.Threads {
+		need += n
+	}
+	if have := goruntime.GOMAXPROCS(0); have < need {
+		goruntime.GOMAXPROCS(need)
+		rep.note("GOMAXPROCS raised from %d to %d (one per pinned worker, one for the caller)", have, need)
+	}
 	for i, n := range topo.Nodes {
 		var cpus []int
 		for _, c := range n.CPUs {

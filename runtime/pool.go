@@ -12,6 +12,11 @@ import (
 // keeps an idle engine from burning a core.
 const spinRounds = 2000
 
+// lockedSpinRounds is a pinned NUMA worker's spin budget (it polls without
+// yielding): long enough to span the caller's serial work between matvecs
+// (norms, attention softmax, the reductions), a few tens of microseconds.
+const lockedSpinRounds = 1 << 16
+
 // job is one parallel loop. It is published by pointer so a late worker that
 // still holds the previous job can only observe an exhausted counter.
 type job struct {
@@ -44,6 +49,7 @@ type pool struct {
 	cond     *sync.Cond
 	closed   atomic.Bool
 	wg       sync.WaitGroup
+	locked   bool // a NUMA group: workers are locked to pinned threads
 	// groups, when set, makes this pool a front over one pinned group per
 	// NUMA node: run splits its items into contiguous runs, one per group
 	// (attention heads land on the node holding their Q rows), and the
@@ -78,15 +84,27 @@ func (p *pool) loop() {
 // wait returns the first job different from last, spinning briefly and then
 // parking; nil means the pool was closed.
 func (p *pool) wait(last *job) *job {
-	for i := 0; i < spinRounds; i++ {
+	rounds := spinRounds
+	if p.locked {
+		rounds = lockedSpinRounds
+	}
+	for i := 0; i < rounds; i++ {
 		if p.closed.Load() {
 			return nil
 		}
 		if j := p.cur.Load(); j != last {
 			return j
 		}
+		// A worker locked to its thread yields its CPU, not its P:
+		// Gosched would hand the P to another thread and back (two futex
+		// round trips), costing more than the matvecs it waits for, while
+		// sched_yield lets a thread sharing the CPU (the caller) run.
 		if i%16 == 15 {
-			goruntime.Gosched()
+			if p.locked {
+				osYield()
+			} else {
+				goruntime.Gosched()
+			}
 		}
 	}
 	p.mu.Lock()
@@ -139,11 +157,17 @@ func (p *pool) post(n int, f func(i int)) *job {
 	return j
 }
 
-// finish spins (yielding) until every item of j is done.
+// finish spins (yielding) until every item of j is done. Waiting on a
+// NUMA group, the caller yields its CPU: it may share it with the pinned
+// worker it waits for.
 func (p *pool) finish(j *job) {
 	for i := 0; j.pending.Load() > 0; i++ {
 		if i%16 == 15 {
-			goruntime.Gosched()
+			if p.locked {
+				osYield()
+			} else {
+				goruntime.Gosched()
+			}
 		}
 	}
 }
@@ -172,7 +196,7 @@ func (p *pool) spread(n int, f func(i int)) {
 // never unlocks its thread: when it exits, Go retires the pinned thread
 // instead of reusing it unpinned-looking for other goroutines.
 func newGroup(workers int, pin func() error) (*pool, error) {
-	p := &pool{workers: workers}
+	p := &pool{workers: workers, locked: true}
 	p.cond = sync.NewCond(&p.mu)
 	errs := make(chan error, workers)
 	for w := 0; w < workers; w++ {
