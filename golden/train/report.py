@@ -39,6 +39,14 @@ def sh(args, **kw):
     return subprocess.run(args, check=True, cwd=ROOT, stdout=subprocess.PIPE, **kw).stdout
 
 
+def quants_for(arch, quants):
+    """Every quant for the demo model; Q4_0 (the deployable file) for the rest,
+    to keep the Go runs short on a shared machine."""
+    if quants:
+        return quants
+    return QUANTS if arch == "arch2_4_combined" else ("q4_0",)
+
+
 def go_side(archs, work, quants):
     os.makedirs(work, exist_ok=True)
     cflowc = os.path.join(work, "cflowc")
@@ -49,7 +57,7 @@ def go_side(archs, work, quants):
             res = json.load(f)
     for arch in archs:
         ent = res.setdefault(arch, {})
-        for q in quants:
+        for q in quants_for(arch, quants):
             out = os.path.join(work, "%s_%s.cflow" % (arch, q))
             sh([cflowc, "convert", "golden/trained/" + arch, "--output", out, "--quant", q])
             if q == "q4_0":
@@ -63,6 +71,45 @@ def go_side(archs, work, quants):
             json.dump({k: res[k] for k in sorted(res)}, f, indent=1, sort_keys=True)
             f.write("\n")
     return res
+
+
+DEMO = ("arch2_4_combined", "llama")
+VERIFY = (("f32", "f32"), ("q8_0", "q8_replay"), ("q4_0", "q4_replay"), ("q8_0", "f32"), ("q4_0", "f32"))
+
+
+def verify_and_sample(work):
+    """cflowc verify of the committed models' files against their pinned
+    traces, and one seeded sample from the demo model."""
+    cflowc = os.path.join(work, "cflowc")
+    sh(["go", "build", "-o", cflowc, "./cmd/cflowc"])
+    out = {}
+    for arch in DEMO:
+        rows = []
+        for q, w in VERIFY:
+            for ext in (".cflow", ".vflow"):
+                f = os.path.join(work, "%s_%s%s" % (arch, q, ext))
+                sh([cflowc, "convert", "golden/trained/" + arch, "--output", f, "--quant", q])
+                tr = "golden/trained/traces/%s_%s.json" % (arch, w)
+                p = subprocess.run([cflowc, "verify", f, "--trace", tr], cwd=ROOT, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, text=True)
+                verdict = [l for l in p.stdout.splitlines() if l.startswith(("PASS", "FAIL"))]
+                rows.append({"file": q + ext, "trace": w, "exit": p.returncode, "verdict": verdict[-1] if verdict else p.stdout[-300:]})
+                print("  %s %s vs %s: %s" % (arch, q + ext, w, rows[-1]["verdict"][:100]), flush=True)
+        out[arch] = rows
+    f = os.path.join(work, "arch2_4_combined_q4_0.vflow")
+    cmd = [cflowc, "run", f, "--prompt", "Once upon a time", "-n", "200", "--temperature", "0.8", "--seed", "1"]
+    p = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out["sample"] = {"command": "cflowc run arch2_4_combined_q4_0.vflow --prompt \"Once upon a time\" -n 200 "
+                                "--temperature 0.8 --seed 1", "text": p.stdout.strip()}
+    go = {}
+    if os.path.exists(GO_RESULTS):
+        with open(GO_RESULTS) as fh:
+            go = json.load(fh)
+    go["_verify"] = out
+    with open(GO_RESULTS, "w") as fh:
+        json.dump({k: go[k] for k in sorted(go)}, fh, indent=1, sort_keys=True)
+        fh.write("\n")
+    return go
 
 
 def spec_rule(cfg):
@@ -91,10 +138,12 @@ def plot(rows):
             ax.annotate("", xy=(x1, y), xytext=(x0, y), arrowprops=dict(arrowstyle="->", color=c, lw=1))
             ax.plot([x0], [y], "o", mfc="none", mec=c, ms=7)
         ax.plot([x1], [y], "o", color=c, ms=7)
-        ax.annotate(r["arch"], (x1, y), textcoords="offset points", xytext=(6, 4), fontsize=8)
+        dy = -12 if r["arch"] == "arch2_4_sync" else 4
+        ax.annotate(r["arch"], (x1, y), textcoords="offset points", xytext=(6, dy), fontsize=8)
     ax.set_xlabel("critical-path weight bytes per token, Q4_0 file (MiB; hollow = naive, filled = delayed)")
     ax.set_ylabel("test bits per byte (f32 reference; lower is better)")
     ax.set_title("Bandwidth–quality plane at toy scale (d 128, 6 passes, byte-level TinyStories)", fontsize=9)
+    ax.set_xlim(0, max(r["naive"] for r in rows) * 1.45)
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(PNG)
@@ -131,13 +180,14 @@ def render(go):
     w = L.append
     w("# Results: seven architectures trained at toy scale\n")
     w("Issue 10's quality table and bandwidth–quality plane, on our own models. **Scale, stated plainly:** "
-      "d = 128, 6 layer passes, about 1.6–4 M parameters, byte-level tokens, **%d optimizer steps of %d × %d "
-      "tokens (%d tokens, %.0f%% of one pass over the 615 KB training text)**, a few CPU-minutes per model on a "
-      "shared 2-core machine. These models are far from converged. Differences of a few hundredths of a bit per "
+      "d = 128, 6 layer passes, 0.6–4 M parameters, byte-level tokens, **%d optimizer steps of %d × %d "
+      "tokens (%d tokens, %.0f%% of one pass over the 615 KB training text)**. Each model took %.0f–%.0f "
+      "minutes of wall time (one thread, nice 10–15) on a 2-core machine shared with other builds and fuzzers. These models are far from converged. Differences of a few hundredths of a bit per "
       "byte between architectures are within what a different seed or a longer run could reorder. Nothing here "
       "supports a claim about the report's scale (its models train for 10,000 steps on full TinyStories). The "
       "numbers are reproducible with the commands given, and each is tied to one.\n"
-      % (s["steps"], s["batch"], s["seq"], tr["tokens_seen"], 100.0 * tr["tokens_seen"] / 615433))
+      % (s["steps"], s["batch"], s["seq"], tr["tokens_seen"], 100.0 * tr["tokens_seen"] / 615433,
+         min(r["p"]["train"]["wall_seconds"] for r in rows) / 60, max(r["p"]["train"]["wall_seconds"] for r in rows) / 60))
     w("## Setup\n")
     w("- **Data**: `../shared/data/tinystories_sample.txt` (683,757 bytes). It is split by bytes at the first "
       "blank line at or after 90%: train = 615,433 bytes, test = 68,324 bytes "
@@ -192,13 +242,19 @@ def render(go):
     best = min(rows, key=lambda r: r["bpb"])
     a24 = next((r for r in rows if r["arch"] == "arch2_4_combined"), None)
     if a24:
-        w("- arch2_4_combined's delayed schedule reads %.3f MiB instead of %.3f MiB per token (%.2f×). "
-          "At this geometry, as at the report's (d_ff = 4d, d_e = d), the dense FFN (3·d·d_ff) and the top-2 "
-          "experts (2·3·d·d_e) weigh the same, 3× the attention. δd = 1 halves the dense read and δe = 2 cuts "
-          "the expert read to a third, so the halved dense FFN binds. arch2_4_sync (δe = 0) keeps the whole "
-          "top-2 expert read on the critical path and arch4 (δd = 0) the whole dense read. Both stay at 1×. "
-          "That is the report's \"dense_delay is the bandwidth knob\" at our scale. The bandwidth columns are "
-          "exact arithmetic on the file, not a timing." % (a24["crit"], a24["naive"], a24["naive"] / a24["crit"]))
+        sync = next((r for r in rows if r["arch"] == "arch2_4_sync"), None)
+        w("- arch2_4_combined's delayed schedule reads %.3f MiB instead of %.3f MiB per token (%.2f×). Our "
+          "geometry has the report's proportions (d_ff = 4d, d_e = d, top-2). The dense FFN (3·d·d_ff) is 3× the "
+          "attention (4·d²), and the top-2 experts (2·3·d·d_e) are 1.5× it. δd = 1 halves the dense read to "
+          "1.5× attention, and δe = 2 cuts the expert read to 0.5×, so the halved dense FFN binds: 2×. arch4 "
+          "(δd = 0) keeps the whole dense read: 1×. That is the report's \"dense_delay is the bandwidth knob\" at "
+          "our scale." % (a24["crit"], a24["naive"], a24["naive"] / a24["crit"]))
+        if sync and sync["an"]:
+            w("- arch2_4_sync (δe = 0) ties under the spec's 0.5 B/param rule: the halved dense FFN and the "
+              "undelayed top-2 experts are both 1.5× attention, so 2.00×. On the real Q4_0 file the expert "
+              "stream also carries the f32 router (8 × 128 × 4 B per layer) and its tiles' own scales, so it "
+              "binds at %.3f MiB: %.2f×. arch2_4_combined's δe = 2 leaves room for that. The bandwidth columns "
+              "are exact arithmetic on the file, not a timing." % (sync["crit"], sync["naive"] / sync["crit"]))
     w("- Best test bits/byte: **%s** (%.4f). The spread across architectures is %.4f bits/byte. Read it against "
       "the scale caveat above: these runs test whether each dependency graph trains on real text and how far it "
       "gets in a fixed tiny budget. They do not settle which graph is better." % (
@@ -206,7 +262,7 @@ def render(go):
     w("- MoE models have 2.4× the parameters of the dense ones (the experts sit beside the dense FFN) but "
       "run the same number of steps on the same tokens.\n")
     w("## The Go runtime reproduces the reference\n")
-    w("`cflowc ppl` on the converted files, full test split (68,324 bytes, ctx 256, default kernel):\n")
+    w("`cflowc ppl` on the converted files, full test split (68,324 bytes, ctx 256, default kernel). F32 and Q8_0 are run for arch2_4_combined only and Q4_0 for all, to keep the runs short on the shared machine. `go test ./ppl` covers F32 and Q8_0 of both committed models:\n")
     w("| architecture | PyTorch f32 ppl | cflowc F32 | cflowc Q8_0 (gap) | cflowc Q4_0 (gap) | PyTorch q4_replay |")
     w("|---|---:|---:|---:|---:|---:|")
     for r in rows:
@@ -218,19 +274,49 @@ def render(go):
                 return "–"
             v = g[q]["ppl"]
             return "%.4f (%+.2f%%)" % (v, 100 * (v / ref - 1)) if q != "f32" else "%.4f" % v
-        w("| %s | %.4f | %s | %s | %s | %.4f |" % (r["arch"], ref, cell("f32"), cell("q8_0"), cell("q4_0"),
-                                                  r["p"]["test"]["q4_replay"]["ppl"]))
+        q4r = r["p"]["test"].get("q4_replay")
+        w("| %s | %.4f | %s | %s | %s | %s |" % (r["arch"], ref, cell("f32"), cell("q8_0"), cell("q4_0"),
+                                               ("%.4f" % q4r["ppl"]) if q4r else "–"))
     w("")
     w("Commands: `cflowc convert golden/trained/<arch> --output <arch>_<q>.cflow --quant <q>` then "
       "`cflowc ppl <arch>_<q>.cflow --text golden/train/text/test.txt --json` (run by `report.py`). "
       "`go test ./ppl` pins the same comparison on the first 1,024 bytes of the test split "
       "(`golden/train/text/head.txt`, reference numbers in `results.json` under `models.<arch>.head`). It checks "
-      "the F32 file within 0.1%% of PyTorch (it agrees to ~1e-6), the Q8_0 file within 1%%, and each "
-      "quantized file with f32 activations within 0.1%% of its `*_replay` reference. It logs the Q4_0 gap.\n")
+      "the F32 file within 0.1% of PyTorch (it agrees to ~1e-6), the Q8_0 file within 1%, and (arch2_4_combined) "
+      "each quantized file with f32 activations within 0.1% of its `*_replay` reference. It logs the Q4_0 gap.\n")
+    v = go.get("_verify")
+    if v:
+        w("## The committed models against their pinned traces\n")
+        w("`cflowc verify FILE --trace golden/trained/traces/<arch>_<weights>.json` (TRACE.md rules; prompt = BOS + "
+          "\"Once upon a time\", 24 greedy tokens, 41 teacher-forced steps):\n")
+        w("| model | file | trace | verdict |")
+        w("|---|---|---|---|")
+        for arch in DEMO:
+            for r in v.get(arch, []):
+                vd = r["verdict"]
+                vd = vd.split(":", 1)[0] + " —" + vd.split("):", 1)[1] if "):" in vd else vd
+                w("| %s | %s | %s | %s |" % (arch, r["file"], r["trace"], vd.replace("|", "/")))
+        w("")
+        w("The same-precision checks (F32 against `f32`, Q8_0 against `q8_replay`, Q4_0 against `q4_replay`) are "
+          "the exact ones, and they agree to ~1e-6 on both formats. The cross-precision rows hold a quantized file "
+          "to the f32 trace with TRACE.md's bars: residual norms within 1% (Q8_0) or 5% (Q4_0). Those bars are "
+          "the paper's, set for trained 512-wide models. On these 128-wide, 160-step models, 4-bit rounding (~10% "
+          "per weight) moves some per-layer residual norms by 5–8%, and Q4_0 misses the bar on a handful of the 41 "
+          "steps. Top-32 overlap stays ≥ 31 and the argmax mostly agrees. llama's Q8_0 file passes. "
+          "arch2_4_combined's Q8_0 file misses on one step with a 4% norm error, which is the size a changed "
+          "top-2 expert choice would produce (not confirmed). At this scale the ppl gaps above (Q8_0 ≈ 0%, "
+          "Q4_0 ≤ 0.6%) are the better measure of quantization quality.\n")
+        smp = v.get("sample")
+        if smp:
+            w("**What it writes.** `%s` prints:\n" % smp["command"])
+            w("```\n%s\n```\n" % smp["text"])
+            w("At 2.9 bits/byte this is TinyStories-flavoured pseudo-English. The words and spacing are plausible, "
+              "and the sentences are not yet sentences. Readable stories need a few thousand steps at this size "
+              "(`train.py --steps`), which is beyond this machine's budget for seven models.\n")
     w("## Reproducing\n")
     w("```\n"
       "CFLOW_BLAS_DIR=/usr/lib/x86_64-linux-gnu/openblas-pthread golden/train/run_all.sh   # ~10-25 min per pair here\n"
-      "/usr/bin/python3 golden/train/eval.py          # results.json, text/{test,head}.txt\n"
+      "/usr/bin/python3 golden/train/eval.py          # results.json, text/{test,head}.txt (committed: --weights f32 for the five uncommitted models)\n"
       "/usr/bin/python3 golden/train/traces.py        # golden/trained/traces/*.json\n"
       "/usr/bin/python3 golden/train/report.py        # go_results.json, docs/RESULTS.md, docs/results-plane.png\n"
       "/usr/bin/python3 -m unittest discover -s golden/train -p 'test_*.py'\n"
@@ -250,15 +336,18 @@ def render(go):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--render-only", action="store_true")
+    ap.add_argument("--verify", action="store_true", help="only the verify + sample step, then render")
     ap.add_argument("--arch", nargs="*", default=None)
-    ap.add_argument("--quants", nargs="*", default=list(QUANTS))
+    ap.add_argument("--quants", nargs="*", default=None)
     a = ap.parse_args()
     archs = a.arch or [x for x in ORDER if os.path.exists(os.path.join(TRAINED, x, "model.safetensors"))]
     go = {}
     if os.path.exists(GO_RESULTS):
         with open(GO_RESULTS) as f:
             go = json.load(f)
-    if not a.render_only:
+    if a.verify:
+        go = verify_and_sample(os.environ.get("CFLOW_REPORT_DIR", "/tmp/cflow-report"))
+    elif not a.render_only:
         go = go_side(archs, os.environ.get("CFLOW_REPORT_DIR", "/tmp/cflow-report"), a.quants)
     render(go)
 
