@@ -2,7 +2,7 @@
 
     nice -n 10 /usr/bin/python3 golden/train/train.py --arch arch2_4_combined
 
-CPU, fixed seeds, 2 threads, deterministic ops only. Writes
+CPU, fixed seeds, CFLOW_TRAIN_THREADS threads (default 1), deterministic ops only. Writes
 golden/trained/<arch>/{config.json,model.safetensors} (HF layout the converter
 reads, weights stored bf16) and golden/train/logs/<arch>.json (loss curve,
 wall time, the exact settings). Every architecture gets the same geometry,
