@@ -44,6 +44,7 @@ golden:
 # pytest needed). Outside CI: CI never needs torch.
 golden-test:
 	cd golden && $(PY) -m unittest discover -s tests -v
+	$(PY) -m unittest discover -s golden/train -p 'test_*.py' -v
 
 demo: build
 	./scripts/demo.sh
