@@ -69,20 +69,27 @@ done
 python3 - "$res" <<'PY'
 import json, sys, statistics as s
 rows = [json.loads(l) for l in open(sys.argv[1])]
+def vals(engine, t, key="tok_s"):
+    return [r[key] for r in sorted(rows, key=lambda r: r["round"]) if r["engine"] == engine and r["threads"] == t]
 def med(engine, t, key="tok_s"):
-    v = [r[key] for r in rows if r["engine"] == engine and r["threads"] == t]
+    v = vals(engine, t, key)
     return s.median(v) if v else float("nan")
 ts = sorted({r["threads"] for r in rows})
 cf = [r for r in rows if r["engine"] == "cflowc"]
 print()
 print(f"cflowc kernel {cf[0]['kernel']}, {cf[0]['bytes_per_token']/1e6:.1f} MB of weights per token; medians over {max(r['round'] for r in rows)} interleaved rounds")
 print()
-print("| threads | llama.cpp tok/s | cflowc tok/s | cflowc / llama.cpp | read probe GB/s | roofline tok/s | cflowc GB/s | roofline fraction |")
-print("|--:|--:|--:|--:|--:|--:|--:|--:|")
+print("| threads | llama.cpp tok/s | cflowc tok/s | ratio of medians | median of paired ratios | read probe GB/s | roofline tok/s | cflowc GB/s | roofline fraction |")
+print("|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 for t in ts:
     l, c = med("llama.cpp", t), med("cflowc", t)
-    print(f"| {t} | {l:.2f} | {c:.2f} | {c/l:.2f}× | {med('cflowc', t, 'roofline_gb_s'):.1f} | "
+    paired = s.median(b / a for a, b in zip(vals("llama.cpp", t), vals("cflowc", t)))
+    print(f"| {t} | {l:.2f} | {c:.2f} | {c/l:.2f}× | {paired:.2f}× | {med('cflowc', t, 'roofline_gb_s'):.1f} | "
           f"{med('cflowc', t, 'roofline_tok_s'):.1f} | {med('cflowc', t, 'gb_s'):.1f} | {100*med('cflowc', t, 'roofline_fraction'):.0f}% |")
+print()
+print("per round (llama.cpp / cflowc tok/s):")
+for t in ts:
+    print(f"  {t} thread(s): " + ", ".join(f"{a:.2f} / {b:.2f}" for a, b in zip(vals("llama.cpp", t), vals("cflowc", t))))
 PY
 echo
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg); raw results: $res"
