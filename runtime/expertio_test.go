@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -208,4 +209,44 @@ func TestStagingSlotNeverReusedInFlight(t *testing.T) {
 		t.Fatalf("%d of %d slots free after decoding, %d reads: slots leak or are not recycled", len(x.free), x.allocated, reads)
 	}
 	t.Logf("%d reads, %d puts waited on a pending read, %d slots, %d expert computations overlapped a read", reads, x.waitedPuts, x.allocated, overlapped)
+}
+
+// TestExpertIOFallback: when O_DIRECT is refused with EINVAL (a filesystem
+// without direct I/O), the staged tier reads with buffered pread, says so
+// and why, and still decodes bit-identically to mmap.
+func TestExpertIOFallback(t *testing.T) {
+	old := openDirect
+	openDirect = func(string) (int, error) { return -1, unix.EINVAL }
+	defer func() { openDirect = old }()
+	path, _ := convertFixtureDirect(t, "arch4_async_experts", ".vflow")
+	m, err := vflowfmt.OpenModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ref := newEngine(t, m, 1)
+	e, err := New(m, Options{Threads: 1, ExpertIO: ExpertIODirect})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for i, tok := range testTokens {
+		want, err := ref.Step(tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.Step(tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range want {
+			if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
+				t.Fatalf("token %d logit %d = %v, mmap %v", i, j, got[j], want[j])
+			}
+		}
+	}
+	st := e.ExpertIOStats()
+	if d := st.Describe(); st.Direct || st.Reads == 0 || !strings.Contains(d, "buffered pread") || !strings.Contains(d, "invalid argument") {
+		t.Fatalf("fallback stats %+v, described %q", st, d)
+	}
 }
