@@ -162,6 +162,9 @@ func New(m *cflowfmt.Model, opt Options) (*Engine, error) {
 		threads = goruntime.NumCPU()
 	}
 	if err := e.startPool(opt, threads); err != nil {
+		if e.xio != nil {
+			e.xio.close()
+		}
 		return nil, err
 	}
 	return e, nil
@@ -197,7 +200,8 @@ func (e *Engine) buildVocab() error {
 	return nil
 }
 
-// Close stops the worker pool. The Model stays open (its owner closes it).
+// Close stops the worker pool and the expert readers (after their reads
+// finish). The Model stays open (its owner closes it).
 func (e *Engine) Close() {
 	e.pool.close()
 	e.closeNUMA()

@@ -42,6 +42,6 @@ func init() {
 				fmt.Fprintf(os.Stderr, "wrote %s in %.1f s\n", c.String("output"), time.Since(start).Seconds())
 				return nil
 			},
-		}},
+		}, synthMoECommand()},
 	})
 }

@@ -11,36 +11,28 @@ import (
 	"github.com/cflow-dev/cflow/convert"
 )
 
-// init adds `cflowc dev synth-moe` beside dev synth (dev.go, which registers
-// "dev" first: files initialize in name order): the seeded arch2_4 MoE
+// synthMoECommand is `cflowc dev synth-moe`: the seeded arch2_4 MoE
 // checkpoint docs/PERFORMANCE.md's expert I/O measurement runs on.
-func init() {
-	for _, c := range commands {
-		if c.Name != "dev" {
-			continue
-		}
-		c.Subcommands = append(c.Subcommands, &cli.Command{
-			Name:  "synth-moe",
-			Usage: "write a seeded random arch2_4_combined (DelayedSum MoE) checkpoint (config.json + safetensors, f16)",
-			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "output directory"},
-				&cli.StringFlag{Name: "geometry", Value: "tiny", Usage: strings.Join(convert.MoEGeometryNames(), ", ")},
-				&cli.Uint64Flag{Name: "seed", Value: 1},
-			},
-			Action: func(c *cli.Context) error {
-				g, ok := convert.MoEGeometries[c.String("geometry")]
-				if !ok {
-					return cli.Exit(fmt.Sprintf("dev synth-moe: unknown geometry %q (want %s)", c.String("geometry"), strings.Join(convert.MoEGeometryNames(), ", ")), exitUsage)
-				}
-				start := time.Now()
-				if err := convert.SynthesizeMoE(c.String("output"), g, convert.SynthOptions{Seed: c.Uint64("seed")}); err != nil {
-					return cli.Exit("dev synth-moe: "+err.Error(), exitUsage)
-				}
-				fmt.Fprintf(os.Stderr, "wrote %s in %.1f s\n", c.String("output"), time.Since(start).Seconds())
-				return nil
-			},
-		})
-		return
+func synthMoECommand() *cli.Command {
+	return &cli.Command{
+		Name:  "synth-moe",
+		Usage: "write a seeded random arch2_4_combined (DelayedSum MoE) checkpoint (config.json + safetensors, f16)",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "output directory"},
+			&cli.StringFlag{Name: "geometry", Value: "tiny", Usage: strings.Join(convert.MoEGeometryNames(), ", ")},
+			&cli.Uint64Flag{Name: "seed", Value: 1},
+		},
+		Action: func(c *cli.Context) error {
+			g, ok := convert.MoEGeometries[c.String("geometry")]
+			if !ok {
+				return cli.Exit(fmt.Sprintf("dev synth-moe: unknown geometry %q (want %s)", c.String("geometry"), strings.Join(convert.MoEGeometryNames(), ", ")), exitUsage)
+			}
+			start := time.Now()
+			if err := convert.SynthesizeMoE(c.String("output"), g, convert.SynthOptions{Seed: c.Uint64("seed")}); err != nil {
+				return cli.Exit("dev synth-moe: "+err.Error(), exitUsage)
+			}
+			fmt.Fprintf(os.Stderr, "wrote %s in %.1f s\n", c.String("output"), time.Since(start).Seconds())
+			return nil
+		},
 	}
-	panic("dev_moe.go: the dev command is not registered yet")
 }
