@@ -44,7 +44,7 @@ type Result struct {
 	InputBytes    int64 // tensor bytes read from the checkpoint
 	OutputBytes   int64
 	Elapsed       time.Duration
-	Plan          *NUMAPlan
+	Plan          *cflowfmt.NUMAPlan
 }
 
 // Summary is the one line cflowc prints at the end: input and output bytes,
@@ -88,7 +88,7 @@ func Convert(ctx context.Context, input, output string, opt Options) (*Result, e
 
 	// Pass 1: resolve and shape-check every tensor, build the NUMA plan,
 	// find each tensor's last use and count the input bytes.
-	rec := &NUMAPlan{Version: 1, Nodes: nodes}
+	rec := &cflowfmt.NUMAPlan{Version: 1, Nodes: nodes}
 	lastUse := map[*tensor]int{}
 	var inBytes int64
 	var groups []vflowfmt.Group

@@ -60,7 +60,7 @@ type layouter struct {
 	rel     int64
 	tiles   int // tile index within the current slot
 	curSlot int
-	rec     *NUMAPlan
+	rec     *cflowfmt.NUMAPlan
 	// groups, when set, selects .vflow order: per vertical group its
 	// attention, dense and MoE stages (each layer in turn), then the
 	// vocabulary slots, then every layer's experts.
@@ -243,7 +243,7 @@ func (ly *layouter) bankBody(l int) error {
 		ec := ly.pl.experts()
 		for n := 0; n < ly.pl.nodes; n++ {
 			if ec[n] < ec[n+1] && ly.rec != nil {
-				ly.rec.Experts = append(ly.rec.Experts, ExpertShard{Layer: l, Node: n, Experts: [2]int{ec[n], ec[n+1]}})
+				ly.rec.Experts = append(ly.rec.Experts, cflowfmt.ExpertShard{Layer: l, Node: n, Experts: [2]int{ec[n], ec[n+1]}})
 			}
 		}
 		for e := 0; e < int(h.NumExperts); e++ {
@@ -447,7 +447,7 @@ func (ly *layouter) record(m *mat, spans []shardSpan) {
 	if ly.rec == nil {
 		return
 	}
-	e := MatrixShards{Layer: m.layer, Matrix: m.id.String(), Slot: ly.curSlot, Policy: m.policy}
+	e := cflowfmt.MatrixShards{Layer: m.layer, Matrix: m.id.String(), Slot: ly.curSlot, Policy: m.policy}
 	for _, sp := range spans {
 		nodes := []int{sp.shard.node}
 		if sp.shard.node < 0 {
@@ -457,7 +457,7 @@ func (ly *layouter) record(m *mat, spans []shardSpan) {
 			}
 		}
 		for _, n := range nodes {
-			e.Shards = append(e.Shards, Shard{Node: n, Rows: [2]int{sp.shard.r0, sp.shard.r1}, Cols: [2]int{sp.shard.c0, sp.shard.c1},
+			e.Shards = append(e.Shards, cflowfmt.Shard{Node: n, Rows: [2]int{sp.shard.r0, sp.shard.r1}, Cols: [2]int{sp.shard.c0, sp.shard.c1},
 				Tiles: sp.tiles, Bytes: sp.bytes})
 		}
 	}

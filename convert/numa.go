@@ -7,21 +7,6 @@ import (
 	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
-// Shard policies of the NUMA plan, after NUMA-Torch's NUMA-TP.
-const (
-	// PolicyColumn splits a matrix by output rows (Q/K/V by whole heads,
-	// gate/up by whole 128-row stripes); each node computes its own slice.
-	PolicyColumn = "column"
-	// PolicyRow splits by input columns matching the column-parallel slice
-	// that feeds it (O, down); partial sums are reduced once per block.
-	PolicyRow = "row"
-	// PolicyReplicated means every node reads the whole matrix: norms, the
-	// router, and K/V when there are fewer KV heads than nodes.
-	PolicyReplicated = "replicated"
-	// PolicyVocab splits the embedding and LM head by vocabulary rows.
-	PolicyVocab = "vocab"
-)
-
 // shard is the part of a matrix one node owns: rows [r0, r1) × cols [c0, c1).
 // node is -1 for a replicated matrix (one copy every node reads).
 type shard struct {
@@ -47,17 +32,6 @@ func DefaultNUMANodes() int {
 		}
 	}
 	return max(1, n)
-}
-
-// cuts returns n+1 balanced cut points over [0, total) in units of unit:
-// node i owns [cut[i], cut[i+1]).
-func cuts(total, unit, n int) []int {
-	units := (total + unit - 1) / unit
-	c := make([]int, n+1)
-	for i := 0; i <= n; i++ {
-		c[i] = min(total, ((i*units+n-1)/n)*unit) // earlier nodes take the remainder
-	}
-	return c
 }
 
 // round32 moves interior cut points to multiples of the quant group so a
@@ -87,14 +61,14 @@ func (p *planner) headCuts() (q, kv []int, kvSplit bool) {
 	if Hkv%n == 0 {
 		// Split KV heads; each node takes the query heads that read them,
 		// so attention needs no cross-node KV traffic.
-		kv = cuts(Hkv, 1, n)
+		kv = cflowfmt.ShardCuts(Hkv, 1, n)
 		q = make([]int, n+1)
 		for i, c := range kv {
 			q[i] = c * (H / Hkv)
 		}
 		return q, kv, true
 	}
-	return cuts(H, 1, n), nil, false
+	return cflowfmt.ShardCuts(H, 1, n), nil, false
 }
 
 // split returns matrix m's policy and shards (rows × cols is its shape).
@@ -132,24 +106,24 @@ func (p *planner) split(l int, m cflowfmt.MatrixID, rows, cols int) (string, []s
 	switch m {
 	case cflowfmt.MatQ:
 		q, _, _ := p.headCuts()
-		return PolicyColumn, byRows(scale(q, hd))
+		return cflowfmt.PolicyColumn, byRows(scale(q, hd))
 	case cflowfmt.MatK, cflowfmt.MatV:
 		if _, kv, ok := p.headCuts(); ok {
-			return PolicyColumn, byRows(scale(kv, hd))
+			return cflowfmt.PolicyColumn, byRows(scale(kv, hd))
 		}
 	case cflowfmt.MatO:
 		q, _, _ := p.headCuts()
-		return PolicyRow, byCols(round32(scale(q, hd), cols))
+		return cflowfmt.PolicyRow, byCols(round32(scale(q, hd), cols))
 	case cflowfmt.MatGate, cflowfmt.MatUp:
-		return PolicyColumn, byRows(cuts(rows, tileRows, n))
+		return cflowfmt.PolicyColumn, byRows(cflowfmt.ShardCuts(rows, tileRows, n))
 	case cflowfmt.MatDown:
-		return PolicyRow, byCols(cuts(cols, tileRows, n))
+		return cflowfmt.PolicyRow, byCols(cflowfmt.ShardCuts(cols, tileRows, n))
 	case cflowfmt.MatEmbed, cflowfmt.MatLMHead:
-		return PolicyVocab, byRows(cuts(rows, tileRows, n))
+		return cflowfmt.PolicyVocab, byRows(cflowfmt.ShardCuts(rows, tileRows, n))
 	}
-	return PolicyReplicated, []shard{{-1, 0, rows, 0, cols}}
+	return cflowfmt.PolicyReplicated, []shard{{-1, 0, rows, 0, cols}}
 }
 
 // experts returns the expert cut points: node i owns experts
 // [c[i], c[i+1]), whole experts in contiguous, balanced runs.
-func (p *planner) experts() []int { return cuts(int(p.s.h.NumExperts), 1, p.nodes) }
+func (p *planner) experts() []int { return cflowfmt.ShardCuts(int(p.s.h.NumExperts), 1, p.nodes) }

@@ -28,7 +28,7 @@ func TestNUMAPlanInvariants(t *testing.T) {
 			}
 			f := openChecked(t, out)
 			checkTilesAgainstTruth(t, fx, walk(t, f), quant.Q4_0)
-			p, ok, err := ReadNUMAPlan(f.Meta)
+			p, ok, err := cflowfmt.ReadNUMAPlan(f.Meta)
 			if err != nil || !ok || p.Nodes != n {
 				t.Fatalf("%s N=%d: plan %v %v %v", arch, n, p, ok, err)
 			}
@@ -42,7 +42,7 @@ func TestNUMAPlanInvariants(t *testing.T) {
 	}
 }
 
-func checkPlan(t *testing.T, f *cflowfmt.File, p *NUMAPlan, arch string) {
+func checkPlan(t *testing.T, f *cflowfmt.File, p *cflowfmt.NUMAPlan, arch string) {
 	t.Helper()
 	h := &f.Header
 	L := int(h.NumLayers)
@@ -91,7 +91,7 @@ func checkPlan(t *testing.T, f *cflowfmt.File, p *NUMAPlan, arch string) {
 		for _, sh := range ms.Shards {
 			perNode[sh.Node]++
 			a := (sh.Rows[1] - sh.Rows[0]) * (sh.Cols[1] - sh.Cols[0])
-			if ms.Policy == PolicyReplicated {
+			if ms.Policy == cflowfmt.PolicyReplicated {
 				if a != rows*cols {
 					t.Fatalf("%s: replicated %s layer %d: node %d gets %v×%v", arch, ms.Matrix, ms.Layer, sh.Node, sh.Rows, sh.Cols)
 				}
@@ -121,31 +121,31 @@ func checkPlan(t *testing.T, f *cflowfmt.File, p *NUMAPlan, arch string) {
 						continue
 					}
 					for _, osh := range other.Shards {
-						if other.Policy != PolicyReplicated && osh.Node != sh.Node &&
+						if other.Policy != cflowfmt.PolicyReplicated && osh.Node != sh.Node &&
 							int(mt.RowOffset) >= osh.Rows[0] && int(mt.RowOffset) < osh.Rows[1] &&
 							int(mt.ColOffset) >= osh.Cols[0] && int(mt.ColOffset) < osh.Cols[1] {
 							t.Fatalf("%s: node %d's %s range holds node %d's %s tile", arch, sh.Node, ms.Matrix, osh.Node, other.Matrix)
 						}
 					}
-					if other.Policy == PolicyReplicated {
+					if other.Policy == cflowfmt.PolicyReplicated {
 						t.Fatalf("%s: node %d's %s range holds replicated %s", arch, sh.Node, ms.Matrix, other.Matrix)
 					}
 				}
 			}
 		}
 		for _, mt := range mine {
-			if owner(mt) == -1 && ms.Policy != PolicyReplicated {
+			if owner(mt) == -1 && ms.Policy != cflowfmt.PolicyReplicated {
 				t.Fatalf("%s: %s layer %d tile %+v in no shard", arch, ms.Matrix, ms.Layer, mt.TileHeader)
 			}
 		}
-		if ms.Policy != PolicyReplicated && area != rows*cols {
+		if ms.Policy != cflowfmt.PolicyReplicated && area != rows*cols {
 			t.Fatalf("%s: %s layer %d: shards cover %d of %d weights", arch, ms.Matrix, ms.Layer, area, rows*cols)
 		}
-		if ms.Policy == PolicyReplicated && len(ms.Shards) != p.Nodes {
+		if ms.Policy == cflowfmt.PolicyReplicated && len(ms.Shards) != p.Nodes {
 			t.Fatalf("%s: replicated %s lists %d nodes", arch, ms.Matrix, len(ms.Shards))
 		}
 		// Balance in the unit the policy splits by.
-		unit := map[string]int{PolicyColumn: 128, PolicyVocab: 128, PolicyRow: 128}[ms.Policy]
+		unit := map[string]int{cflowfmt.PolicyColumn: 128, cflowfmt.PolicyVocab: 128, cflowfmt.PolicyRow: 128}[ms.Policy]
 		if ms.Matrix == "q" || ms.Matrix == "k" || ms.Matrix == "v" {
 			unit = h.HeadDimFor(f.Meta.Bytes(cflowfmt.KeyLayerKinds) == nil || f.Meta.Bytes(cflowfmt.KeyLayerKinds)[ms.Layer] == cflowfmt.LayerFull)
 		}
@@ -156,7 +156,7 @@ func checkPlan(t *testing.T, f *cflowfmt.File, p *NUMAPlan, arch string) {
 			lo, hi := 1<<30, 0
 			for _, sh := range ms.Shards {
 				n := (sh.Rows[1] - sh.Rows[0] + unit - 1) / unit
-				if ms.Policy == PolicyRow {
+				if ms.Policy == cflowfmt.PolicyRow {
 					n = (sh.Cols[1] - sh.Cols[0] + unit - 1) / unit
 				}
 				lo, hi = min(lo, n), max(hi, n)

@@ -125,7 +125,7 @@ type placed struct {
 // matrices once, interleaved), and each node's expert run per layer.
 func checkPlacement(t *testing.T, m *cflowfmt.Model, log []numa.Recorded) {
 	t.Helper()
-	p, ok, err := convert.ReadNUMAPlan(m.Meta)
+	p, ok, err := cflowfmt.ReadNUMAPlan(m.Meta)
 	if err != nil || !ok {
 		t.Fatalf("plan: %v %v", ok, err)
 	}
@@ -152,7 +152,7 @@ func checkPlacement(t *testing.T, m *cflowfmt.Model, log []numa.Recorded) {
 		s := slotStart(ms.Layer, ms.Slot)
 		for _, sh := range ms.Shards {
 			n := sh.Node
-			if ms.Policy == convert.PolicyReplicated {
+			if ms.Policy == cflowfmt.PolicyReplicated {
 				n = -1
 			}
 			want[placed{n, s + sh.Bytes[0], s + sh.Bytes[1]}] = true

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
-	"github.com/cflow-dev/cflow/runtime/numa"
 )
 
 type mtile = cflowfmt.MappedTile
@@ -105,11 +104,11 @@ func replanOwner(M int) func(p *matPlan, o int, t *mtile) int {
 }
 
 // expertOwners is the plan's expert runs when it matches, else balanced
-// contiguous runs (numa.Cuts, the converter's rule).
-func (e *Engine) expertOwners(fp *numa.FilePlan, matched bool, M int) [][]int {
+// contiguous runs (cflowfmt.ShardCuts, the converter's rule).
+func (e *Engine) expertOwners(fp *cflowfmt.NUMAPlan, matched bool, M int) [][]int {
 	L, E := int(e.h.NumLayers), int(e.h.NumExperts)
 	out := make([][]int, L)
-	c := numa.Cuts(E, M)
+	c := cflowfmt.ShardCuts(E, 1, M)
 	for l := range out {
 		out[l] = make([]int, E)
 		for n := 0; n < M; n++ {
@@ -145,7 +144,7 @@ type inPlaceReq struct {
 // its shard's rows/cols, or a shard naming an unknown node), so a stale or
 // foreign plan is re-planned instead of obeyed. Norms are skipped: readers
 // copy them out of the mapping, so their bytes are never read at decode.
-func (e *Engine) fileOwners(fp *numa.FilePlan) (map[int64]int, []inPlaceReq, error) {
+func (e *Engine) fileOwners(fp *cflowfmt.NUMAPlan) (map[int64]int, []inPlaceReq, error) {
 	L := int(e.h.NumLayers)
 	owners := map[int64]int{}
 	var reqs []inPlaceReq
@@ -169,7 +168,7 @@ func (e *Engine) fileOwners(fp *numa.FilePlan) (map[int64]int, []inPlaceReq, err
 		if mp.Layer == L {
 			what = mp.Matrix
 		}
-		rep := mp.Policy == numa.PolicyReplicated
+		rep := mp.Policy == cflowfmt.PolicyReplicated
 		seen := map[[2]int64]bool{}
 		for _, sh := range mp.Shards {
 			if sh.Node < 0 || sh.Node >= fp.Nodes {

@@ -5,6 +5,7 @@ import (
 	goruntime "runtime"
 	"strings"
 
+	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/runtime/numa"
 )
 
@@ -95,7 +96,7 @@ func (e *Engine) startPool(opt Options, threads int) error {
 		topo.Source = "Options"
 	}
 	rep := NUMAReport{Nodes: len(topo.Nodes), Topology: topo.String(), Source: topo.Source, Mode: "plain"}
-	fp, ok, err := numa.ReadPlan(e.m.Meta)
+	fp, ok, err := cflowfmt.ReadNUMAPlan(e.m.Meta)
 	switch {
 	case err != nil:
 		rep.note("shard plan unreadable (%v)", err)
@@ -142,7 +143,7 @@ func splitThreads(threads int, topo *numa.Topology) []int {
 // startNUMA starts one pinned group per node, decides who owns which
 // tiles (the file's plan when it matches the node count, else a re-plan),
 // places the weights and builds every non-expert matrix's node split.
-func (e *Engine) startNUMA(opt Options, topo *numa.Topology, fp *numa.FilePlan) error {
+func (e *Engine) startNUMA(opt Options, topo *numa.Topology, fp *cflowfmt.NUMAPlan) error {
 	rep := &e.numaRep
 	M := len(topo.Nodes)
 	st := &numaState{topo: topo, scratch: make([][3][]float32, M), jobs: make([]*job, M)}

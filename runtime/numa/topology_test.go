@@ -169,12 +169,3 @@ func TestKernelPlacer(t *testing.T) {
 		t.Fatalf("recorder log %+v", l)
 	}
 }
-
-func TestCuts(t *testing.T) {
-	if c := Cuts(8, 3); !reflect.DeepEqual(c, []int{0, 3, 6, 8}) {
-		t.Fatal(c)
-	}
-	if c := Cuts(1, 2); !reflect.DeepEqual(c, []int{0, 1, 1}) {
-		t.Fatal(c)
-	}
-}
