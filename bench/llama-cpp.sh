@@ -20,6 +20,10 @@ version="3.21.1"
 need() { command -v "$1" >/dev/null || { echo "llama-cpp.sh: $1 not found ($2)" >&2; exit 1; }; }
 need npm "apt-get install -y npm"
 need git "apt-get install -y git"
+if ! command -v cmake >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+	echo "llama-cpp.sh: installing cmake from Debian" >&2
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cmake >/dev/null
+fi
 need cmake "apt-get install -y cmake"
 need c++ "apt-get install -y g++"
 
