@@ -4,13 +4,23 @@ import (
 	goruntime "runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
-// spinRounds bounds how long an idle worker polls for the next job before
-// parking. Decode issues a few hundred small matvecs per token, microseconds
-// apart, so a short spin avoids a futex wake per matvec; parking afterwards
-// keeps an idle engine from burning a core.
+// spinRounds bounds how long an idle worker of an oversubscribed pool
+// (fewer Ps than threads) polls, yielding its P every 16 polls, before
+// parking.
 const spinRounds = 2000
+
+// spinFor bounds how long an idle worker with a P of its own polls for the
+// next job before parking. Decode issues ~110 matvecs and attention loops per
+// token, separated by tens of microseconds of serial work (norms, RoPE,
+// SwiGLU, activation quantization); polling through those gaps without
+// Gosched (whose global run-queue lock and reschedule cost ~4% of a
+// 2-thread decode) or a park/futex wake-up (an idle worker joins late)
+// keeps both threads on the weight stream. Parking after 200µs keeps an
+// idle engine from burning a core.
+const spinFor = 200 * time.Microsecond
 
 // lockedSpinRounds is a pinned NUMA worker's spin budget (it polls without
 // yielding): long enough to span the caller's serial work between matvecs
@@ -19,21 +29,32 @@ const lockedSpinRounds = 1 << 16
 
 // job is one parallel loop. It is published by pointer so a late worker that
 // still holds the previous job can only observe an exhausted counter.
+// next and pending sit on their own cache lines: the waiting caller polls
+// pending while workers claim items from next.
 type job struct {
 	f       func(i int)
 	n       int64
+	_       [48]byte
 	next    atomic.Int64
+	_       [56]byte
 	pending atomic.Int64
+	_       [56]byte
 }
 
+// work runs items until none are left, then retires them from pending in
+// one atomic add (one per thread per job, not one per item).
 func (j *job) work() {
+	var done int64
 	for {
 		i := j.next.Add(1) - 1
 		if i >= j.n {
-			return
+			break
 		}
 		j.f(int(i))
-		j.pending.Add(-1)
+		done++
+	}
+	if done > 0 {
+		j.pending.Add(-done)
 	}
 }
 
@@ -50,6 +71,10 @@ type pool struct {
 	closed   atomic.Bool
 	wg       sync.WaitGroup
 	locked   bool // a NUMA group: workers are locked to pinned threads
+	// ownP: GOMAXPROCS (at start) leaves a P for every worker and the
+	// caller, so polling never keeps a runnable pool goroutine off a P
+	// and the plain pool may spin without yielding.
+	ownP bool
 	// groups, when set, makes this pool a front over one pinned group per
 	// NUMA node: run splits its items into contiguous runs, one per group
 	// (attention heads land on the node holding their Q rows), and the
@@ -60,6 +85,7 @@ type pool struct {
 // newPool starts threads−1 workers; the caller of run is the last thread.
 func newPool(threads int) *pool {
 	p := &pool{workers: max(0, threads-1)}
+	p.ownP = goruntime.GOMAXPROCS(0) > p.workers
 	p.cond = sync.NewCond(&p.mu)
 	for w := 0; w < p.workers; w++ {
 		p.wg.Add(1)
@@ -84,6 +110,12 @@ func (p *pool) loop() {
 // wait returns the first job different from last, spinning briefly and then
 // parking; nil means the pool was closed.
 func (p *pool) wait(last *job) *job {
+	if !p.locked && p.ownP {
+		if j, ok := p.poll(last); ok {
+			return j
+		}
+		return p.park(last)
+	}
 	rounds := spinRounds
 	if p.locked {
 		rounds = lockedSpinRounds
@@ -107,6 +139,34 @@ func (p *pool) wait(last *job) *job {
 			}
 		}
 	}
+	return p.park(last)
+}
+
+// poll watches for a job different from last for up to spinFor without
+// yielding; ok is false when the budget ran out. The clock is read once
+// per 256 polls, so polling stays a load and a compare.
+func (p *pool) poll(last *job) (j *job, ok bool) {
+	var start time.Time
+	for i := 0; ; i++ {
+		if p.closed.Load() {
+			return nil, true
+		}
+		if j := p.cur.Load(); j != last {
+			return j, true
+		}
+		if i%256 == 255 {
+			if start.IsZero() {
+				start = time.Now()
+			} else if time.Since(start) > spinFor {
+				return nil, false
+			}
+		}
+	}
+}
+
+// park sleeps on the condition variable until a job different from last
+// is posted (or the pool closes).
+func (p *pool) park(last *job) *job {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.sleepers.Add(1)
@@ -161,8 +221,14 @@ func (p *pool) post(n int, f func(i int)) *job {
 // NUMA group, the caller yields its CPU: it may share it with the pinned
 // worker it waits for.
 func (p *pool) finish(j *job) {
+	// With a P per thread the worker still holding items is running, and
+	// finishes within one item; yield only rarely.
+	every := 16
+	if !p.locked && p.ownP {
+		every = 4096
+	}
 	for i := 0; j.pending.Load() > 0; i++ {
-		if i%16 == 15 {
+		if i%every == every-1 {
 			if p.locked {
 				osYield()
 			} else {
