@@ -11,7 +11,8 @@
 #      cflowc read-bandwidth roofline measured in the same invocation
 # Environment: THREADS ("1 2"), TOKENS (64), RUNS (5 per invocation),
 # ROUNDS (3), GEOMETRY (tinyllama), OUT (bench/out), MODEL (an existing
-# .cflow to use instead of steps 3–4). Raw results: OUT/results.jsonl.
+# .cflow to use instead of steps 3–4). Raw results: OUT/results.jsonl; the
+# tok/s-vs-threads plot drawn from them (bench/plot): OUT/decode-threads.svg.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -91,5 +92,6 @@ print("per round (llama.cpp / cflowc tok/s):")
 for t in ts:
     print(f"  {t} thread(s): " + ", ".join(f"{a:.2f} / {b:.2f}" for a, b in zip(vals("llama.cpp", t), vals("cflowc", t))))
 PY
+(cd "$root" && go run ./bench/plot -in "$res" -o "$out/decode-threads.svg" >/dev/null)
 echo
-echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg); raw results: $res"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg); raw results: $res; plot: $out/decode-threads.svg"
