@@ -1,13 +1,14 @@
 package convert
 
 import (
-	"bufio"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
 // STTensor is one tensor for WriteSafetensors: its bytes are produced by
@@ -60,17 +61,11 @@ func WriteSafetensors(path string, tensors []STTensor) (err error) {
 	for len(hb)%8 != 0 {
 		hb = append(hb, ' ')
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	bw, err := cflowfmt.CreateSink(path)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	bw := bufio.NewWriterSize(f, 4<<20)
+	defer bw.Abort() // no-op after Commit
 	binary.Write(bw, binary.LittleEndian, uint64(len(hb)))
 	bw.Write(hb)
 	for i := range tensors {
@@ -82,16 +77,7 @@ func WriteSafetensors(path string, tensors []STTensor) (err error) {
 			return fmt.Errorf("%s: tensor %s: Fill wrote %d bytes, want %d", path, tensors[i].Name, cw.n, sizes[i])
 		}
 	}
-	if err := bw.Flush(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return bw.Commit()
 }
 
 type countWriter struct {

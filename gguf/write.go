@@ -1,11 +1,9 @@
 package gguf
 
 import (
-	"bufio"
 	"encoding/binary"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
 )
@@ -23,17 +21,11 @@ func Write(m *cflowfmt.Model, path string, opt Options) (err error) {
 	}
 	kvs := metadata(m, opt)
 
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	w, err := cflowfmt.CreateSink(path)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	w := bufio.NewWriterSize(f, 1<<20)
+	defer w.Abort() // no-op after Commit
 	n, err := writeHeader(w, kvs, ts)
 	if err != nil {
 		return err
@@ -60,25 +52,13 @@ func Write(m *cflowfmt.Model, path string, opt Options) (err error) {
 			return err
 		}
 	}
-	if err = w.Flush(); err != nil {
-		return err
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return w.Commit()
 }
 
 // writeHeader writes magic, version, counts, the KV section and the tensor
 // infos (offsets relative to the aligned data start), returning the bytes
 // written.
-func writeHeader(w *bufio.Writer, kvs kvList, ts []tensor) (int64, error) {
+func writeHeader(w io.Writer, kvs kvList, ts []tensor) (int64, error) {
 	le := binary.LittleEndian
 	b := []byte(Magic)
 	b = le.AppendUint32(b, Version)
