@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sort"
-	"sync"
 )
 
 // File is an open .cflow file: the decoded header, metadata and layer table
@@ -27,46 +26,21 @@ type File struct {
 // Close releases the mapping (also reachable as Model.Close); idempotent.
 func (f *File) Close() error { return f.Model.Close() }
 
+// FileModel makes File a cflowfmt.Image.
+func (f *File) FileModel() *Model { return f.Model }
+
 // Open maps a .cflow file read-only, validates header, metadata and layer
 // table against the file size, walks every non-expert tile and returns the
 // File with its Model. Errors for malformed bytes are *FormatError with
 // File and Offset set.
 func Open(path string) (*File, error) {
-	data, unmap, err := MapFile(path)
-	if err != nil {
-		return nil, err
-	}
-	f, err := openBytes(data, path)
-	if err != nil {
-		unmap()
-		return nil, err
-	}
-	var once sync.Once
-	var cerr error
-	f.Model.Close = func() error {
-		once.Do(func() { cerr = unmap() })
-		return cerr
-	}
-	return f, nil
+	return OpenMapped(path, parse)
 }
 
-// OpenBytes parses a .cflow image already in memory (tests, fuzzing, and
-// files read by other means); name is used in errors. The Model aliases b.
+// OpenBytes parses an image already in memory (tests, fuzzing, and files
+// read by other means); name is used in errors. The Model aliases b.
 func OpenBytes(b []byte, name string) (*File, error) {
-	f, err := openBytes(b, name)
-	if err != nil {
-		return nil, err
-	}
-	f.Model.Close = func() error { return nil }
-	return f, nil
-}
-
-func openBytes(data []byte, name string) (*File, error) {
-	f, err := parse(data, name)
-	if fe, ok := err.(*FormatError); ok {
-		fe.File = name
-	}
-	return f, err
+	return ParseImage(b, name, parse, func() error { return nil })
 }
 
 func errAt(off int64, format string, a ...any) error {

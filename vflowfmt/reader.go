@@ -2,7 +2,6 @@ package vflowfmt
 
 import (
 	"encoding/binary"
-	"sync"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
 )
@@ -27,46 +26,21 @@ type File struct {
 // Close releases the mapping; idempotent.
 func (f *File) Close() error { return f.Model.Close() }
 
+// FileModel makes File a cflowfmt.Image.
+func (f *File) FileModel() *cflowfmt.Model { return f.Model }
+
 // Open maps a .vflow file read-only and validates it like cflowfmt.Open:
 // header, metadata and execution header, group table, vocabulary ranges,
 // expert index and every non-expert tile. Errors for malformed bytes are
 // *cflowfmt.FormatError with File and Offset set.
 func Open(path string) (*File, error) {
-	data, unmap, err := cflowfmt.MapFile(path)
-	if err != nil {
-		return nil, err
-	}
-	f, err := openBytes(data, path)
-	if err != nil {
-		unmap()
-		return nil, err
-	}
-	var once sync.Once
-	var cerr error
-	f.Model.Close = func() error {
-		once.Do(func() { cerr = unmap() })
-		return cerr
-	}
-	return f, nil
+	return cflowfmt.OpenMapped(path, parse)
 }
 
-// OpenBytes parses a .vflow image in memory (tests, fuzzing); the Model
-// aliases b.
+// OpenBytes parses an image already in memory (tests, fuzzing, and files
+// read by other means); name is used in errors. The Model aliases b.
 func OpenBytes(b []byte, name string) (*File, error) {
-	f, err := openBytes(b, name)
-	if err != nil {
-		return nil, err
-	}
-	f.Model.Close = func() error { return nil }
-	return f, nil
-}
-
-func openBytes(data []byte, name string) (*File, error) {
-	f, err := parse(data, name)
-	if fe, ok := err.(*cflowfmt.FormatError); ok {
-		fe.File = name
-	}
-	return f, err
+	return cflowfmt.ParseImage(b, name, parse, func() error { return nil })
 }
 
 func getRange(b []byte) (uint64, uint64) {
