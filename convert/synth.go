@@ -56,14 +56,7 @@ func Synthesize(dir string, o SynthOptions) error {
 	hd := g.Hidden / g.Heads
 	var ts []STTensor
 	add := func(name string, norm bool, shape ...int) {
-		seed := o.Seed ^ fnv64(name)
-		ts = append(ts, STTensor{Name: name, DType: dt, Shape: shape, Fill: func(w io.Writer) error {
-			n := 1
-			for _, s := range shape {
-				n *= s
-			}
-			return fillRandom(w, dt, n, seed, norm)
-		}})
+		ts = append(ts, randomTensor(name, dt, o.Seed, norm, shape...))
 	}
 	add("model.embed_tokens.weight", false, g.Vocab, g.Hidden)
 	for l := 0; l < g.Layers; l++ {
@@ -176,4 +169,18 @@ func GeometryNames() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// randomTensor is a seeded random tensor streamed on demand: its seed mixes
+// the checkpoint seed with the tensor name, so every tensor is reproducible
+// on its own. norm tensors are drawn around 1 (RMSNorm weights).
+func randomTensor(name, dtype string, seed uint64, norm bool, shape ...int) STTensor {
+	seed ^= fnv64(name)
+	return STTensor{Name: name, DType: dtype, Shape: shape, Fill: func(w io.Writer) error {
+		n := 1
+		for _, s := range shape {
+			n *= s
+		}
+		return fillRandom(w, dtype, n, seed, norm)
+	}}
 }

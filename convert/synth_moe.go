@@ -3,7 +3,6 @@ package convert
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -62,14 +61,7 @@ func SynthesizeMoE(dir string, g MoEGeometry, o SynthOptions) error {
 	hd, d := g.Hidden/g.Heads, g.Hidden
 	var ts []STTensor
 	add := func(name string, norm bool, shape ...int) {
-		seed := o.Seed ^ fnv64(name)
-		ts = append(ts, STTensor{Name: name, DType: dt, Shape: shape, Fill: func(w io.Writer) error {
-			n := 1
-			for _, s := range shape {
-				n *= s
-			}
-			return fillRandom(w, dt, n, seed, norm)
-		}})
+		ts = append(ts, randomTensor(name, dt, o.Seed, norm, shape...))
 	}
 	add("model.embed_tokens.weight", false, g.Vocab, d)
 	for l := 0; l < g.Layers; l++ {
