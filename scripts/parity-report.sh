@@ -13,18 +13,18 @@ echo "|---|---|---|---|--:|--:|--:|--:|---|"
 for dir in golden/fixtures/* golden/trained/*; do
   [ -f "$dir/config.json" ] || continue
   name=$(basename "$dir")
+  # A model's traces sit beside its kind: golden/traces for the fixtures,
+  # golden/trained/traces for the trained models (both have a "llama").
+  case "$dir" in golden/trained/*) traces=golden/trained/traces; kind=trained ;; *) traces=golden/traces; kind=fixture ;; esac
   for q in f32 q8_0 q4_0; do
-    file="$out/${name}_${q}.cflow"
+    file="$out/${kind}_${name}_${q}.cflow"
     bin/cflowc convert --quiet --quant "$q" -o "$file" "$dir"
     for w in f32 q8_replay q4_replay; do
-      tr=""
-      for cand in "golden/traces/${name}_${w}.json" "golden/trained/traces/${name}_${w}.json"; do
-        [ -f "$cand" ] && tr=$cand
-      done
-      [ -n "$tr" ] || continue
+      tr="$traces/${name}_${w}.json"
+      [ -f "$tr" ] || continue
       case "$q:$w" in f32:q4_replay|f32:q8_replay|q8_0:q4_replay|q4_0:q8_replay) continue ;; esac
       bin/cflowc verify "$file" --trace "$tr" --json > "$out/verify.json" || true
-      python3 - "$name" "$q" "$w" "$out/verify.json" <<'PY'
+      python3 - "$name$([ $kind = trained ] && echo ' (trained)')" "$q" "$w" "$out/verify.json" <<'PY'
 import json, sys
 name, q, w, path = sys.argv[1:]
 d = json.load(open(path))
