@@ -4,7 +4,7 @@
 # traces, and write a story. Runs on a fresh clone with only Go installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-model=golden/trained/arch2_4_combined
+model=golden/trained/arch2_4_combined_demo
 traces=golden/trained/traces
 out=.demo
 mkdir -p "$out"
@@ -16,6 +16,7 @@ step "convert $model (Q4_0) to .cflow and .vflow"
 $bin convert --quant q4_0 -o "$out/arch2_4_combined.cflow" "$model"
 $bin convert --quant q4_0 -o "$out/arch2_4_combined.vflow" "$model"
 $bin convert --quiet --quant f32 -o "$out/arch2_4_combined_f32.cflow" "$model"
+$bin convert --quiet --quant q8_0 -o "$out/arch2_4_combined_q8_0.cflow" "$model"
 
 step "inspect"
 $bin inspect "$out/arch2_4_combined.cflow" --check | sed -n '1,12p'
@@ -23,10 +24,12 @@ $bin inspect "$out/arch2_4_combined.cflow" --check | sed -n '1,12p'
 step "verify against the PyTorch reference (teacher-forced, every step)"
 for f in "$out/arch2_4_combined.cflow" "$out/arch2_4_combined.vflow"; do
   printf '%s vs q4_replay: ' "$(basename "$f")"
-  $bin verify "$f" --trace "$traces/arch2_4_combined_q4_replay.json" | tail -n 1
+  $bin verify "$f" --trace "$traces/arch2_4_combined_demo_q4_replay.json" | tail -n 1
 done
 printf 'arch2_4_combined_f32.cflow vs f32: '
-$bin verify "$out/arch2_4_combined_f32.cflow" --trace "$traces/arch2_4_combined_f32.json" | tail -n 1
+$bin verify "$out/arch2_4_combined_f32.cflow" --trace "$traces/arch2_4_combined_demo_f32.json" | tail -n 1
+printf 'arch2_4_combined_q8_0.cflow vs f32 (quantization noise, TRACE.md Q8 rule): '
+$bin verify "$out/arch2_4_combined_q8_0.cflow" --trace "$traces/arch2_4_combined_demo_f32.json" | tail -n 1
 
 step "critical path (report §4.5) of this file"
 $bin analyze "$out/arch2_4_combined.cflow" | tail -n 1

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -44,14 +45,19 @@ func TestGoldenTraces(t *testing.T) {
 	checkPinned(t, filepath.Join(goldenDir, "fixtures"), filepath.Join(goldenDir, "traces"))
 }
 
-// TestTrainedTraces does the same for the trained TinyStories models.
+// TestTrainedTraces does the same for the trained TinyStories models, and
+// also holds their Q8_0 files to the f32 traces with TRACE.md's Q8 rule: on
+// trained weights that bar is meaningful and holds. Q4_0 against f32 is
+// still short of TRACE.md's 5% norm bar at d 128 (issue 6, docs/PARITY.md).
 func TestTrainedTraces(t *testing.T) {
-	checkPinned(t, filepath.Join(goldenDir, "trained"), filepath.Join(goldenDir, "trained", "traces"))
+	checkPinned(t, filepath.Join(goldenDir, "trained"), filepath.Join(goldenDir, "trained", "traces"), quant.Q8_0)
 }
 
 // checkPinned converts every model in modelDir that has traces in traceDir
 // to F32, Q8_0 and Q4_0 in both formats and replays each applicable trace.
-func checkPinned(t *testing.T, modelDir, traceDir string) {
+// Quantized files are checked against f32 traces only for the quant types
+// in crossChecked.
+func checkPinned(t *testing.T, modelDir, traceDir string, crossChecked ...quant.Type) {
 	traces, _ := filepath.Glob(filepath.Join(traceDir, "*.json"))
 	if len(traces) == 0 {
 		t.Skipf("no pinned traces in %s", traceDir)
@@ -90,12 +96,12 @@ func checkPinned(t *testing.T, modelDir, traceDir string) {
 						if err != nil {
 							continue // e.g. a q4_replay trace against an F32 file
 						}
-						if tr.Weights == "f32" && q != quant.F32 {
+						if tr.Weights == "f32" && q != quant.F32 && !slices.Contains(crossChecked, q) {
 							// The f32-vs-Q8/Q4 rows measure quantization noise, not the
-							// runtime: TRACE.md's bars are set for 512-wide models and
-							// our d ≤ 320 models miss them (docs/PARITY.md, made by
-							// scripts/parity-report.sh). The runtime's exact check is
-							// the replay trace.
+							// runtime: TRACE.md's bars are set for trained 512-wide
+							// models, and the random fixtures and d 128 Q4_0 miss them
+							// (docs/PARITY.md, made by scripts/parity-report.sh). The
+							// runtime's exact check is the replay trace.
 							continue
 						}
 						rep, err := Replay(e, tr, rule)

@@ -16,6 +16,17 @@ import torch
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DATA = os.path.join(ROOT, "..", "shared", "data", "tinystories_sample.txt")
 BOS, EOS, VOCAB = 256, 257, 258
+TRAINED = os.path.join(ROOT, "golden", "trained")
+
+
+def trained_models(root=TRAINED):
+    """Names of the checkpoint directories under golden/trained (each holds
+    config.json + model.safetensors; the name is the architecture, or the
+    architecture plus a suffix for a run with another budget, e.g.
+    arch2_4_combined_demo)."""
+    if not os.path.isdir(root):
+        return []
+    return sorted(n for n in os.listdir(root) if os.path.exists(os.path.join(root, n, "model.safetensors")))
 
 
 def encode(text_bytes):

@@ -14,6 +14,9 @@ ctx defaults to the model's max_position_embeddings, capped at 512.
     /usr/bin/python3 golden/train/eval.py                 # every trained model
     /usr/bin/python3 golden/train/eval.py --arch llama    # one (merges into results.json)
 
+--arch takes checkpoint names (directories of golden/trained, e.g.
+arch2_4_combined_demo); results.json's models.<name> holds each.
+
 Writes golden/train/text/{test.txt,head.txt} (the 10% split and its first
 1024 bytes, the Go test's short text) and golden/train/results.json.
 """
@@ -32,10 +35,9 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import data  # noqa: E402
-import model as M  # noqa: E402
 from cflow_ref import model_io  # noqa: E402
 
-TRAINED = os.path.join(os.path.dirname(HERE), "trained")
+TRAINED = data.TRAINED
 RESULTS = os.path.join(HERE, "results.json")
 TEXT_DIR = os.path.join(HERE, "text")
 HEAD_BYTES = 1024
@@ -83,10 +85,6 @@ def evaluate(model, text, ctx, bos=data.BOS):
             "tokens": count, "ctx": ctx}
 
 
-def trained_archs():
-    return [a for a in M.ARCH if os.path.exists(os.path.join(TRAINED, a, "model.safetensors"))]
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--arch", nargs="*", default=None)
@@ -108,14 +106,14 @@ def main():
                     "train = before the cut (blank line included), test = the rest")
     res["texts"] = text_info
     models = res.setdefault("models", {})
-    for arch in a.arch or trained_archs():
+    for arch in a.arch or data.trained_models():
         path = os.path.join(TRAINED, arch)
         entry = models.setdefault(arch, {})
         logp = os.path.join(HERE, "logs", arch + ".json")
         if os.path.exists(logp):
             with open(logp) as f:
                 lg = json.load(f)
-            entry["train"] = {k: lg[k] for k in ("parameters", "tokens_seen", "wall_seconds", "final_train_loss",
+            entry["train"] = {k: lg[k] for k in ("architecture", "parameters", "tokens_seen", "wall_seconds", "final_train_loss",
                                                  "settings")}
         with open(os.path.join(path, "model.safetensors"), "rb") as f:
             entry["checkpoint_sha256"] = hashlib.sha256(f.read()).hexdigest()

@@ -18,7 +18,7 @@ import data  # noqa: E402
 import model as M  # noqa: E402
 from cflow_ref import model_io, safetensors_io  # noqa: E402
 
-TRAINED = os.path.join(os.path.dirname(HERE), "trained")
+TRAINED = data.TRAINED
 
 
 def load_training_model(path):
@@ -33,7 +33,7 @@ def load_training_model(path):
 class TestParity(unittest.TestCase):
     def test_training_forward_matches_reference(self):
         torch.set_num_threads(1)
-        archs = [a for a in M.ARCH if os.path.exists(os.path.join(TRAINED, a, "model.safetensors"))]
+        archs = data.trained_models()
         if not archs:
             self.skipTest("no trained checkpoints")
         _, test = data.split()

@@ -4,9 +4,9 @@ greedy), so the schema and number formatting are identical to golden/traces.
 
 Prompt: BOS (256) then the bytes of "Once upon a time"; 24 generated tokens.
 
-    /usr/bin/python3 golden/train/traces.py [ARCH ...]     # default: arch2_4_combined llama
+    /usr/bin/python3 golden/train/traces.py [NAME ...]     # default: every checkpoint in golden/trained
 
-Writes golden/trained/traces/<arch>_<weights>.json for f32, q4_replay, q8_replay.
+Writes golden/trained/traces/<name>_<weights>.json for f32, q4_replay, q8_replay.
 """
 import os
 import sys
@@ -19,7 +19,7 @@ import torch  # noqa: E402
 import data  # noqa: E402
 from cflow_ref import model_io, trace  # noqa: E402
 
-TRAINED = os.path.join(os.path.dirname(HERE), "trained")
+TRAINED = data.TRAINED
 PROMPT = [data.BOS] + data.encode(b"Once upon a time")
 N_GENERATE = 24
 
@@ -39,5 +39,5 @@ def write(arch):
 
 if __name__ == "__main__":
     torch.set_num_threads(1)
-    for a in sys.argv[1:] or ["arch2_4_combined", "llama"]:
+    for a in sys.argv[1:] or data.trained_models():
         write(a)

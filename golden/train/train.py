@@ -3,10 +3,14 @@
     nice -n 10 /usr/bin/python3 golden/train/train.py --arch arch2_4_combined
 
 CPU, fixed seeds, CFLOW_TRAIN_THREADS threads (default 1), deterministic ops only. Writes
-golden/trained/<arch>/{config.json,model.safetensors} (HF layout the converter
-reads, weights stored bf16) and golden/train/logs/<arch>.json (loss curve,
-wall time, the exact settings). Every architecture gets the same geometry,
-the same batches (same data seed) and the same number of steps.
+golden/trained/<name>/{config.json,model.safetensors} (HF layout the converter
+reads, weights stored bf16) and golden/train/logs/<name>.json (loss curve,
+wall time, the exact settings); <name> is --name, default the architecture.
+Every architecture gets the same geometry, the same batches (same data seed)
+and, at the defaults, the same number of steps. The demo model is the one
+longer run, under its own name:
+
+    train.py --arch arch2_4_combined --name arch2_4_combined_demo --steps 1000 --batch 8 --warmup 40
 """
 import argparse
 import json
@@ -41,6 +45,7 @@ def main():
     for k, v in DEFAULTS.items():
         ap.add_argument("--" + k.replace("_", "-"), type=type(v), default=v)
     ap.add_argument("--out", default=os.path.join(HERE, "..", "trained"))
+    ap.add_argument("--name", default=None, help="checkpoint directory and log name (default: the architecture)")
     ap.add_argument("--log-every", type=int, default=10)
     ap.add_argument("--max-seconds", type=float, default=0, help="benchmark only: stop early")
     args = ap.parse_args()
@@ -81,7 +86,8 @@ def main():
             print("stopping (benchmark)")
             return
     wall = time.time() - t0
-    out = os.path.join(args.out, args.arch)
+    name = args.name or args.arch
+    out = os.path.join(args.out, name)
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(cfg, f, indent=2, sort_keys=True)
@@ -89,7 +95,7 @@ def main():
     safetensors_io.save(os.path.join(out, "model.safetensors"), M.tensors(model), dtype="BF16",
                         metadata={"format": "pt", "trained_by": "golden/train/train.py"})
     os.makedirs(os.path.join(HERE, "logs"), exist_ok=True)
-    with open(os.path.join(HERE, "logs", args.arch + ".json"), "w") as f:
+    with open(os.path.join(HERE, "logs", name + ".json"), "w") as f:
         json.dump({"architecture": args.arch, "parameters": nparams, "settings": a,
                    "tokens_seen": a["steps"] * a["batch"] * a["seq"], "wall_seconds": round(wall, 1),
                    "final_train_loss": log[-1]["loss"], "log": log}, f, indent=1)
