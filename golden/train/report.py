@@ -341,12 +341,12 @@ def render(go):
     w("```\n"
       "CFLOW_BLAS_DIR=/usr/lib/x86_64-linux-gnu/openblas-pthread golden/train/run_all.sh   # ~10-25 min per pair here\n"
       "/usr/bin/python3 golden/train/eval.py          # results.json, text/{test,head}.txt (committed: --weights f32 for the six uncommitted models)\n"
-      "/usr/bin/python3 golden/train/train.py --arch arch2_4_combined --name arch2_4_combined_demo --steps 1000 --batch 8 --warmup 40   # the demo model (CFLOW_TRAIN_THREADS=2, OpenBLAS as above: ~32 min)\n"
+      "# the demo model: the train.py command under \"The demo model\" above, then eval.py --arch %s\n"
       "/usr/bin/python3 golden/train/traces.py        # golden/trained/traces/*.json\n"
       "/usr/bin/python3 golden/train/report.py        # go_results.json, docs/RESULTS.md, docs/results-plane.png\n"
       "/usr/bin/python3 -m unittest discover -s golden/train -p 'test_*.py'\n"
       "go test ./ppl\n"
-      "```\n")
+      "```\n" % DEMO[0])
     w("Training is deterministic for a given BLAS and thread count: fixed seeds, `torch.use_deterministic_algorithms`. "
       "Debian's python3-torch links the system `libblas.so.3`, the reference BLAS by default. The committed "
       "checkpoints were trained with OpenBLAS (`CFLOW_BLAS_DIR`, ~5× faster), so a reference-BLAS rerun gives "
