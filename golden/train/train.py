@@ -10,7 +10,7 @@ Every architecture gets the same geometry, the same batches (same data seed)
 and, at the defaults, the same number of steps. The demo model is the one
 longer run, under its own name:
 
-    train.py --arch arch2_4_combined --name arch2_4_combined_demo --steps 1000 --batch 8 --warmup 40
+    train.py --arch arch2_4_combined --name arch2_4_combined_demo --steps 2000 --batch 8 --warmup 40
 """
 import argparse
 import json
