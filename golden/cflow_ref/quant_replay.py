@@ -18,15 +18,26 @@ GROUP = 32
 KINDS = {"q4": (7, 8, 0, 15), "q8": (127, 0, -127, 127)}   # divisor, offset, lo, hi
 
 
-def replay(w, kind):
-    """Quantize-dequantize a 2-D f32 array as quant.Encode + Tile.Weight would."""
-    div, off, lo, hi = KINDS[kind]
+def groups_of(w):
+    """A 2-D array as f32 [rows, groups, GROUP] blocks, the last group zero-padded."""
     w = np.ascontiguousarray(w, dtype=np.float32)
     rows, cols = w.shape
     groups = -(-cols // GROUP)
     padded = np.zeros((rows, groups * GROUP), dtype=np.float32)
     padded[:, :cols] = w
-    blocks = padded.reshape(rows, groups, GROUP)
+    return padded.reshape(rows, groups, GROUP)
+
+
+def ungroup(blocks, cols):
+    """The inverse of groups_of: [rows, cols] without the padding."""
+    rows, groups, _ = blocks.shape
+    return blocks.reshape(rows, groups * GROUP)[:, :cols].copy()
+
+
+def replay(w, kind):
+    """Quantize-dequantize a 2-D f32 array as quant.Encode + Tile.Weight would."""
+    div, off, lo, hi = KINDS[kind]
+    blocks = groups_of(w)
     amax = np.max(np.abs(blocks), axis=-1)                     # f32
     s = (amax / np.float32(div)).astype(np.float32)            # f32 division
     safe = np.where(s == 0, np.float32(1), s).astype(np.float32)
@@ -37,7 +48,7 @@ def replay(w, kind):
     q = np.where((s == 0)[..., None], off, q)
     scale = s.astype(np.float16).astype(np.float32)            # f16 round-to-nearest-even
     deq = (scale[..., None] * (q - off).astype(np.float32)).astype(np.float32)
-    return deq.reshape(rows, groups * GROUP)[:, :cols].copy()
+    return ungroup(deq, np.shape(w)[1])
 
 
 def replay_tensors(tensors, kind, is_quantized):

@@ -31,12 +31,7 @@ from cflow_ref import model_io, quant_replay  # noqa: E402
 
 def llamacpp_q4(w):
     """Quantize-dequantize a 2-D f32 array with llama.cpp's Q4_0 reference rounding."""
-    w = np.ascontiguousarray(w, dtype=np.float32)
-    rows, cols = w.shape
-    groups = -(-cols // quant_replay.GROUP)
-    padded = np.zeros((rows, groups * quant_replay.GROUP), dtype=np.float32)
-    padded[:, :cols] = w
-    b = padded.reshape(rows, groups, quant_replay.GROUP)
+    b = quant_replay.groups_of(w)
     i = np.argmax(np.abs(b), axis=-1)
     signed_max = np.take_along_axis(b, i[..., None], -1)[..., 0]
     d = (signed_max / np.float32(-8)).astype(np.float32)
@@ -44,7 +39,7 @@ def llamacpp_q4(w):
     q = np.minimum(15, np.trunc((b * inv[..., None]).astype(np.float32) + np.float32(8.5)))
     scale = d.astype(np.float16).astype(np.float32)
     deq = (scale[..., None] * (q - 8).astype(np.float32)).astype(np.float32)
-    return deq.reshape(rows, groups * quant_replay.GROUP)[:, :cols].copy()
+    return quant_replay.ungroup(deq, np.shape(w)[1])
 
 
 def norm_errors(path, trace):

@@ -20,10 +20,10 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.dirname(HERE), HERE]
 
+import data  # noqa: E402
 import model as M  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
-TRAINED = os.path.join(ROOT, "golden", "trained")
 GO_RESULTS = os.path.join(HERE, "go_results.json")
 RESULTS = os.path.join(HERE, "results.json")
 DOC = os.path.join(ROOT, "docs", "RESULTS.md")
@@ -366,7 +366,7 @@ def main():
     ap.add_argument("--arch", nargs="*", default=None)
     ap.add_argument("--quants", nargs="*", default=None)
     a = ap.parse_args()
-    archs = a.arch or [x for x in ORDER + [DEMO[0]] if os.path.exists(os.path.join(TRAINED, x, "model.safetensors"))]
+    archs = a.arch or data.trained_models()
     go = {}
     if os.path.exists(GO_RESULTS):
         with open(GO_RESULTS) as f:
