@@ -16,7 +16,7 @@ func FromModel(m *cflowfmt.Model) Model {
 		iters = int(m.Meta.U32(cflowfmt.KeyBlockIterations, 1))
 	}
 	out := Model{Name: m.Path, Quant: h.QuantType.String(), Params: plan.FromHeader(h, iters)}
-	if h.CombineStyle != cflowfmt.PreNorm {
+	if !h.CombineStyle.IteratesBlocks() {
 		out.Params.BlockIterations = 1
 	}
 	var kinds []byte

@@ -103,7 +103,7 @@ func (b *ModelBuilder) Finish(at func(layer int) int64) (*Model, error) {
 			return bad(key[0], "layer %d %s has %d of %d values", key[0], MatrixID(key[1]), n, d)
 		}
 	}
-	delayed := h.CombineStyle == DelayedSum
+	routerNorm := h.RouterNorm()
 	for l := range b.m.Layers {
 		ly := &b.m.Layers[l]
 		switch {
@@ -113,9 +113,9 @@ func (b *ModelBuilder) Finish(at func(layer int) int64) (*Model, error) {
 			return bad(l, "layer %d dense FFN is incomplete (norm %v, %d gate/up tiles, %d down tiles)", l, ly.FFNNorm != nil, len(ly.GateUp), len(ly.Down))
 		case h.NumExperts > 0 && len(ly.Router) == 0:
 			return bad(l, "layer %d has no router tiles", l)
-		case h.NumExperts > 0 && delayed && ly.MoENorm == nil:
-			return bad(l, "layer %d (DelayedSum) has no moe_norm", l)
-		case h.NumExperts > 0 && !delayed && ly.FFNNorm == nil:
+		case h.NumExperts > 0 && routerNorm == MatMoENorm && ly.MoENorm == nil:
+			return bad(l, "layer %d (%s) has no moe_norm", l, h.CombineStyle)
+		case h.NumExperts > 0 && routerNorm == MatFFNNorm && ly.FFNNorm == nil:
 			return bad(l, "layer %d has experts but no ffn_norm", l)
 		}
 	}

@@ -28,33 +28,6 @@ const (
 // viewed as []float32 without misaligned pointers.
 const TileAlign = 16
 
-// CombineStyle says how a layer's attention, dense FFN and expert outputs
-// join the residual. Values 0–2 are the report's; 3–5 name the spec's other
-// styles. Stored in GlobalHeader.combine_style; the runtime switches on it,
-// never on a model name.
-type CombineStyle uint8
-
-const (
-	ParallelSqrt2     CombineStyle = 0 // gemma4: x_mid + (FFN(h)+MoE(h))/√2
-	DelayedSum        CombineStyle = 1 // arch2_4_*: x_mid + f(ℓ−δd) + queued experts
-	AsyncExperts      CombineStyle = 2 // arch4: one pre-norm feeds attention, FFN and MoE
-	PreNorm           CombineStyle = 3 // llama, mixtral, arch5 (with block iterations)
-	DecoupledStreams  CombineStyle = 4 // arch1: attention and FFN streams, merged periodically
-	PipelineRegisters CombineStyle = 5 // arch3: FFN reads the previous layer's register
-)
-
-var combineNames = [...]string{"ParallelSqrt2", "DelayedSum", "AsyncExperts", "PreNorm", "DecoupledStreams", "PipelineRegisters"}
-
-func (c CombineStyle) String() string {
-	if int(c) < len(combineNames) {
-		return combineNames[c]
-	}
-	return fmt.Sprintf("CombineStyle(%d)", uint8(c))
-}
-
-// Valid reports whether the runtime knows how to execute c.
-func (c CombineStyle) Valid() bool { return int(c) < len(combineNames) }
-
 // Feature flag bits of GlobalHeader.FeatureFlags (the report's table).
 const (
 	FlagEmbedScale uint8 = 1 << 0 // x = E[tok]·√d

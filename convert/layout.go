@@ -218,18 +218,12 @@ func (ly *layouter) denseBody(l int) error {
 	return ly.single(l, cflowfmt.MatDown)
 }
 
-// moeBody: the router's norm (moe_norm for DelayedSum, ffn_norm when the
-// MoE replaces the dense FFN; none when it shares the FFN's input), then
-// the router.
+// moeBody: the router's norm (Header.MoESlotNorm: moe_norm for styles with
+// their own, ffn_norm when the MoE replaces the dense FFN, none when it
+// shares the FFN's input), then the router.
 func (ly *layouter) moeBody(l int) error {
-	h := &ly.s.h
-	switch {
-	case h.CombineStyle == cflowfmt.DelayedSum:
-		if err := ly.norm(l, cflowfmt.MatMoENorm); err != nil {
-			return err
-		}
-	case h.IntermediateSize == 0:
-		if err := ly.norm(l, cflowfmt.MatFFNNorm); err != nil {
+	if id, ok := ly.s.h.MoESlotNorm(); ok {
+		if err := ly.norm(l, id); err != nil {
 			return err
 		}
 	}

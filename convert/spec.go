@@ -247,7 +247,7 @@ func (s *modelSpec) flagsAndMeta(c *checkpoint, p *preset, own bool) error {
 	if err != nil {
 		return err
 	}
-	if p.combine == cflowfmt.DecoupledStreams {
+	if p.combine.MergesStreams() {
 		mi, err := cfg.int("merge_interval", 3)
 		if err != nil {
 			return err

@@ -6,9 +6,10 @@ import (
 	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
-// attention computes out = Wo·Attn(Na(x)) for one pass at position e.pos,
-// appending this position's keys and values to the pass's cache.
-func (e *Engine) attention(pass int, lp *layerPlan, x, out []float32) {
+// attention computes out = Wo·Attn(Na(x)) for one pass of sequence s at
+// position s.pos, appending this position's keys and values to the pass's
+// cache.
+func (e *Engine) attention(s *seq, pass int, lp *layerPlan, x, out []float32) {
 	b := &e.bf
 	rmsNorm(b.xn, x, lp.attnNorm, e.eps)
 	e.prepare(stAttn, b.actD, b.xn)
@@ -30,7 +31,7 @@ func (e *Engine) attention(pass int, lp *layerPlan, x, out []float32) {
 	}
 	cos, sin := b.cos[:len(lp.invFreq)], b.sin[:len(lp.invFreq)]
 	for i, f := range lp.invFreq {
-		a := float32(e.pos) * f
+		a := float32(s.pos) * f
 		cos[i], sin[i] = float32(math.Cos(float64(a))), float32(math.Sin(float64(a)))
 	}
 	for j := 0; j < H; j++ {
@@ -39,10 +40,10 @@ func (e *Engine) attention(pass int, lp *layerPlan, x, out []float32) {
 	for j := 0; j < Hkv; j++ {
 		rope(k[j*hd:(j+1)*hd], cos, sin)
 	}
-	c := &e.kv[pass]
+	c := &s.kv[pass]
 	c.k = append(c.k, k...)
 	c.v = append(c.v, v...)
-	n := e.pos + 1
+	n := s.pos + 1
 	start := 0
 	if lp.window > 0 && n > lp.window {
 		start = n - lp.window
@@ -57,27 +58,27 @@ func (e *Engine) attention(pass int, lp *layerPlan, x, out []float32) {
 		qh := q[j*hd : (j+1)*hd]
 		sc := b.scores[j*n : (j+1)*n]
 		mx := math.Inf(-1)
-		for s := start; s < n; s++ {
-			kr := c.k[s*c.dim+kvh*hd : s*c.dim+(kvh+1)*hd]
+		for t := start; t < n; t++ {
+			kr := c.k[t*c.dim+kvh*hd : t*c.dim+(kvh+1)*hd]
 			var dot float64
 			for i, qv := range qh {
 				dot += float64(qv) * float64(kr[i])
 			}
-			sc[s] = dot * scale
-			mx = max(mx, sc[s])
+			sc[t] = dot * scale
+			mx = max(mx, sc[t])
 		}
 		var sum float64
-		for s := start; s < n; s++ {
-			p := math.Exp(sc[s] - mx)
-			sc[s] = p
+		for t := start; t < n; t++ {
+			p := math.Exp(sc[t] - mx)
+			sc[t] = p
 			sum += p
 		}
 		oh := att[j*hd : (j+1)*hd]
 		acc := b.accs[j*hd : (j+1)*hd]
 		clear(acc)
-		for s := start; s < n; s++ {
-			p := sc[s] / sum
-			vr := c.v[s*c.dim+kvh*hd : s*c.dim+(kvh+1)*hd]
+		for t := start; t < n; t++ {
+			p := sc[t] / sum
+			vr := c.v[t*c.dim+kvh*hd : t*c.dim+(kvh+1)*hd]
 			for i, vv := range vr {
 				acc[i] += p * float64(vv)
 			}

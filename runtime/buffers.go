@@ -16,26 +16,6 @@ type buffers struct {
 	actFF, actE          *actVec
 }
 
-// sched is the delay-aware scheduler's state for one token: the residual(s),
-// this pass's attention/FFN/MoE outputs, the ring of dense outputs waiting
-// for their layer (DelayedSum) and the expert queue keyed by target layer.
-type sched struct {
-	x, xmid, h, m, f, e []float32
-	sA, sF              []float32 // DecoupledStreams
-	hasF, hasE, hasH    bool
-	open                int // pass whose attention ran and is not yet combined; −1 none
-	ring                [][]float32
-	queue               []queued
-	free                [][]float32
-}
-
-// queued is an expert output waiting for its target layer.
-type queued struct {
-	target int
-	v      []float32
-	job    *stagedJob // ExpertIODirect: computed into v at injection
-}
-
 func (e *Engine) allocBuffers() {
 	d := e.d
 	maxQ, maxKV, maxPairs := 0, 0, 0
@@ -51,12 +31,7 @@ func (e *Engine) allocBuffers() {
 		eg: f32(eff), eu: f32(eff), eo: f32(d), logits: f32(int(e.h.VocabSize)),
 		actD: newActVec(d), actAtt: newActVec(maxQ), actFF: newActVec(ff), actE: newActVec(eff),
 	}
-	e.st = sched{x: f32(d), xmid: f32(d), h: f32(d), m: f32(d), f: f32(d), e: f32(d),
-		sA: f32(d), sF: f32(d), open: -1}
-	e.st.ring = make([][]float32, e.ring)
-	for i := range e.st.ring {
-		e.st.ring[i] = f32(d)
-	}
+	e.seq = e.newSeq()
 	e.obs.ResidualNorms = make([]float64, e.passes)
 	e.obs.Experts = make([][]int, e.passes)
 	for p := range e.obs.Experts {

@@ -57,18 +57,15 @@ type Engine struct {
 	steps  []plan.Step
 	iters  int
 	passes int
-	ring   int // size of the delayed dense-output ring
-	merge  int // arch1 merge interval
+	style  combiner // the combine style's residual arithmetic (combine_*.go)
 
 	layers []*layerPlan
 	lm     *matPlan
 	embed  []stripe // embedding stripes sorted by first row
 	pool   *pool
-	kv     []kvCache // one per pass
-	pos    int
 
-	st sched
-	bf buffers
+	seq seq // the sequence Step advances
+	bf  buffers
 
 	xio     *fetcher   // staged expert reads; nil under ExpertIOMmap
 	numa    *numaState // nil on the plain, single-node path
@@ -128,10 +125,8 @@ func New(m *cflowfmt.Model, opt Options) (*Engine, error) {
 	e := &Engine{m: m, h: h, d: int(h.HiddenSize), steps: steps, iters: max(1, iters)}
 	e.eps = m.Meta.F32(cflowfmt.KeyRMSEps, 1e-6)
 	e.passes = int(h.NumLayers) * e.iters
-	e.ring = max(int(h.DenseDelay), int(h.ExpertDelay)) + 1
-	e.merge = int(m.Meta.U32(cflowfmt.KeyMergeInterval, 3))
-	if e.merge < 1 {
-		return nil, fmt.Errorf("runtime: merge interval %d", e.merge)
+	if e.style, err = newCombiner(&h, m.Meta); err != nil {
+		return nil, err
 	}
 	if len(m.Layers) != int(h.NumLayers) {
 		return nil, fmt.Errorf("runtime: model has %d layers, header says %d", len(m.Layers), h.NumLayers)
@@ -148,10 +143,6 @@ func New(m *cflowfmt.Model, opt Options) (*Engine, error) {
 			return nil, err
 		}
 		e.layers = append(e.layers, lp)
-	}
-	e.kv = make([]kvCache, e.passes)
-	for p := range e.kv {
-		e.kv[p].dim = e.layers[p/e.iters].kvDim
 	}
 	e.allocBuffers()
 	if err := e.initExpertIO(opt.ExpertIO); err != nil {
@@ -211,16 +202,13 @@ func (e *Engine) Close() {
 }
 
 // Pos is the number of tokens consumed so far (the next token's position).
-func (e *Engine) Pos() int { return e.pos }
+func (e *Engine) Pos() int { return e.seq.pos }
 
 // Reset forgets the sequence, keeping allocations, so one engine can replay
 // many traces.
 func (e *Engine) Reset() {
-	e.pos = 0
-	for p := range e.kv {
-		e.kv[p].k = e.kv[p].k[:0]
-		e.kv[p].v = e.kv[p].v[:0]
-	}
+	e.seq.pos = 0
+	e.seq.truncate(0)
 }
 
 // Observation describes the last Step; its slices are reused by the next.
@@ -235,11 +223,5 @@ func (e *Engine) Header() *cflowfmt.Header { return &e.h }
 // Passes is the number of residual norms per token (layers × block
 // iterations).
 func (e *Engine) Passes() int { return e.passes }
-
-// kvCache holds one pass's keys and values, position-major.
-type kvCache struct {
-	dim  int
-	k, v []float32
-}
 
 func sqrtf(x float32) float32 { return float32(math.Sqrt(float64(x))) }

@@ -26,13 +26,6 @@ type stagedPlan struct {
 	gu, dn []cflowfmt.MappedTile
 }
 
-// defersExperts reports combine styles whose expert output joins a later
-// layer (the queue keyed by target layer); only those can overlap a read.
-func (e *Engine) defersExperts() bool {
-	s := e.h.CombineStyle
-	return s == cflowfmt.DelayedSum || s == cflowfmt.AsyncExperts
-}
-
 // routeStaged is moe's tail under ExpertIOSync/Direct: it issues the
 // selected experts' reads, then either computes them now into out (sync,
 // or a style that injects in the routing layer) or leaves out zero and
@@ -62,7 +55,7 @@ func (e *Engine) routeStaged(lp *layerPlan, sel []int, w []float64, sum float64,
 		j.slots = append(j.slots, s)
 	}
 	clear(out)
-	if x.mode == ExpertIODirect && e.defersExperts() {
+	if x.mode == ExpertIODirect && e.h.CombineStyle.DefersExperts() {
 		copy(j.hn, hn)
 		x.staged = j
 		return nil

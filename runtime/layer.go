@@ -93,7 +93,7 @@ func (e *Engine) buildLayer(l int) (*layerPlan, error) {
 		if len(L.Experts) != E {
 			return nil, fmt.Errorf("runtime: layer %d has %d expert ranges, want %d", l, len(L.Experts), E)
 		}
-		if h.CombineStyle == cflowfmt.DelayedSum {
+		if h.CombineStyle.OwnMoENorm() {
 			if len(lp.moeNorm) != d {
 				return nil, fmt.Errorf("runtime: layer %d MoE norm has %d values, want %d", l, len(lp.moeNorm), d)
 			}
@@ -101,7 +101,7 @@ func (e *Engine) buildLayer(l int) (*layerPlan, error) {
 			needFFNNorm = true
 		}
 	}
-	if lp.ffnNorm == nil && h.CombineStyle != cflowfmt.DelayedSum {
+	if lp.ffnNorm == nil && !h.CombineStyle.OwnMoENorm() {
 		lp.ffnNorm = lp.moeNorm // a reader may file an FFN-less layer's norm as the MoE norm
 	}
 	if needFFNNorm && len(lp.ffnNorm) != d {

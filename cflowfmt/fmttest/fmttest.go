@@ -57,7 +57,7 @@ func Random(r *rand.Rand, q quant.Type) *Spec {
 		h.TopK = uint16(1 + r.Intn(int(h.NumExperts)))
 		h.ExpertIntermediateSize = uint32(1 + r.Intn(100))
 	}
-	if h.CombineStyle == cflowfmt.DelayedSum {
+	if h.CombineStyle.DelaysDense() {
 		h.DenseDelay = 1
 	}
 	md := cflowfmt.NewMetadata()
@@ -202,10 +202,8 @@ func (s *Spec) Stream(l, slot int) []Tile {
 		if h.NumExperts == 0 {
 			return nil
 		}
-		if h.CombineStyle == cflowfmt.DelayedSum {
-			out = s.norm(l, cflowfmt.MatMoENorm)
-		} else if h.IntermediateSize == 0 {
-			out = s.norm(l, cflowfmt.MatFFNNorm)
+		if id, ok := h.MoESlotNorm(); ok {
+			out = s.norm(l, id)
 		}
 		out = append(out, s.stripes(l, -1, cflowfmt.MatRouter)...)
 	}

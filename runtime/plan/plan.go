@@ -73,22 +73,23 @@ func (p Params) Validate() error {
 	switch {
 	case p.Layers <= 0:
 		return fmt.Errorf("plan: %d layers", p.Layers)
-	case p.Combine == cflowfmt.DelayedSum && p.HasDense && p.DenseDelay < 1:
-		return fmt.Errorf("plan: DelayedSum needs dense_delay ≥ 1 (its FFN reads x_out(ℓ−δd))")
-	case p.Combine != cflowfmt.DelayedSum && p.DenseDelay != 0:
-		return fmt.Errorf("plan: dense_delay %d is only defined for DelayedSum", p.DenseDelay)
-	case p.ExpertDelay != 0 && !(p.Combine == cflowfmt.DelayedSum || p.Combine == cflowfmt.AsyncExperts):
-		return fmt.Errorf("plan: expert_delay %d is only defined for DelayedSum and AsyncExperts", p.ExpertDelay)
-	case p.BlockIterations > 1 && p.Combine != cflowfmt.PreNorm:
-		return fmt.Errorf("plan: block iterations are only defined for PreNorm")
+	case p.Combine.DelaysDense() && p.HasDense && p.DenseDelay < 1:
+		return fmt.Errorf("plan: %s needs dense_delay ≥ 1 (its FFN reads x_out(ℓ−δd))", p.Combine)
+	case !p.Combine.DelaysDense() && p.DenseDelay != 0:
+		return fmt.Errorf("plan: dense_delay %d is not defined for %s (only for styles that delay the dense FFN)", p.DenseDelay, p.Combine)
+	case p.ExpertDelay != 0 && !p.Combine.DefersExperts():
+		return fmt.Errorf("plan: expert_delay %d is not defined for %s (only for styles that defer experts)", p.ExpertDelay, p.Combine)
+	case p.BlockIterations > 1 && !p.Combine.IteratesBlocks():
+		return fmt.Errorf("plan: block iterations are not defined for %s", p.Combine)
 	}
 	return nil
 }
 
 // Build returns the execution order of one token's stream reads. A stream is
 // read as soon as the value it consumes is final (spec, "Execution plan"):
-// for DelayedSum the dense FFN of ℓ+δd follows layer ℓ's attention and
-// router, and the FFNs of the first δd layers come first.
+// for a style that delays the dense FFN (DelayedSum) the dense FFN of ℓ+δd
+// follows layer ℓ's attention and router, and the FFNs of the first δd
+// layers come first.
 func Build(p Params) ([]Step, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -97,7 +98,7 @@ func Build(p Params) ([]Step, error) {
 	add := func(pass, layer int, s Stream, zero bool) {
 		steps = append(steps, Step{Pass: pass, Layer: layer, Stream: s, ZeroInput: zero})
 	}
-	if p.Combine == cflowfmt.DelayedSum {
+	if p.Combine.DelaysDense() {
 		if p.HasDense {
 			for l := 0; l < min(p.DenseDelay, p.Layers); l++ {
 				add(l, l, Dense, true)

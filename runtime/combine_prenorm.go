@@ -1,0 +1,20 @@
+package runtime
+
+// preNorm is the standard pre-norm residual (llama, Mixtral, arch5):
+// x_out = x_mid + FFN(Nf(x_mid)) [+ MoE(Nf(x_mid))].
+type preNorm struct {
+	midAttention
+	ffnNow
+	doneAtLastPass
+}
+
+func (preNorm) combine(e *Engine, s *seq, pass int) []float32 {
+	copy(s.x, s.xmid)
+	if s.hasF {
+		addTo(s.x, s.f)
+	}
+	if s.hasE {
+		addTo(s.x, s.e)
+	}
+	return s.x
+}
