@@ -35,7 +35,7 @@ func decodeRun(t *testing.T, e *Engine, prompt []int, gen int) ([][]float32, []i
 		all = append(all, append([]float32(nil), logits...))
 	}
 	for i := 0; i < gen; i++ {
-		next := Argmax(logits)
+		next := argmax(logits)
 		toks = append(toks, next)
 		if logits, err = e.Step(next); err != nil {
 			t.Fatal(err)
@@ -119,4 +119,16 @@ func TestNUMATopologyEnv(t *testing.T) {
 	if _, err := New(tm.m, Options{Threads: 2}); err == nil || !strings.Contains(err.Error(), numa.EnvTopology) {
 		t.Fatalf("bad topology: err %v", err)
 	}
+}
+
+// argmax is the greedy choice, ties to the lower id (generate.Argmax; the
+// runtime's tests cannot import the package that imports the runtime).
+func argmax(logits []float32) int {
+	best := 0
+	for i, v := range logits {
+		if v > logits[best] {
+			best = i
+		}
+	}
+	return best
 }

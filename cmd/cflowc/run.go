@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	goruntime "runtime"
 	"strconv"
@@ -11,7 +13,7 @@ import (
 	"time"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
-	"github.com/cflow-dev/cflow/quant"
+	"github.com/cflow-dev/cflow/generate"
 	cfrt "github.com/cflow-dev/cflow/runtime"
 	"github.com/cflow-dev/cflow/tokenizer"
 	"github.com/cflow-dev/cflow/verify"
@@ -25,21 +27,59 @@ func init() {
 		Usage:     "decode from a prompt, streaming text (or ids) as it goes",
 		ArgsUsage: "FILE (--prompt TEXT | --prompt-ids 1,2,3)",
 		Description: "Feeds the prompt (BOS first when the tokenizer has one), then samples up to --max-tokens\n" +
-			"tokens, stopping at EOS. At the end prints prompt and decode tok/s, effective weight GB/s and\n" +
-			"the kernel on stderr. --trace-out writes the run as a reference trace (TRACE.md schema).",
-		Flags: []cli.Flag{
+			"tokens, stopping at EOS or a --stop string (not printed). Sampling: penalties, temperature\n" +
+			"(0 = greedy), top-k, top-p, min-p, in that order; without --seed a seed is chosen and printed.\n" +
+			"At the end prints prompt and decode tok/s, effective weight GB/s and the kernel on stderr.\n" +
+			"--trace-out writes the run as a reference trace (TRACE.md schema).",
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "prompt", Usage: "prompt text (needs a tokenizer in the file)"},
 			&cli.StringFlag{Name: "prompt-ids", Usage: "comma-separated token ids, fed as is"},
-			&cli.IntFlag{Name: "max-tokens", Aliases: []string{"n"}, Value: 128, Usage: "tokens to generate"},
-			&cli.Float64Flag{Name: "temperature", Value: 0.8, Usage: "sampling temperature; 0 = greedy"},
-			&cli.Float64Flag{Name: "top-p", Value: 0.9, Usage: "nucleus sampling mass; 1 = off"},
-			&cli.Uint64Flag{Name: "seed", Usage: "sampling seed (0 = from the clock)"},
+			&cli.IntFlag{Name: "max-tokens", Aliases: []string{"n"}, Value: 128, Usage: "tokens to generate (≥ 1)"},
+			&cli.StringSliceFlag{Name: "stop", Usage: "stop when the generated text contains this string (repeatable; not printed)"},
 			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: goruntime.NumCPU(), Usage: "decode threads"},
 			&cli.StringFlag{Name: "trace-out", Usage: "write a TRACE.md trace of this run to this file"},
 			&cli.StringFlag{Name: "expert-io", Value: "mmap", Usage: "expert fetch: mmap (page cache), sync (O_DIRECT reads blocking at the routing layer) or direct (O_DIRECT reads overlapped until the injection layer)"},
-		},
+		}, samplingFlags()...),
 		Action: runRun,
 	})
+}
+
+// samplingFlags are the sampler's flags, shared by every command that
+// samples; samplingParams reads them back.
+func samplingFlags() []cli.Flag {
+	d := generate.DefaultParams()
+	return []cli.Flag{
+		&cli.Float64Flag{Name: "temperature", Value: d.Temperature, Usage: fmt.Sprintf("sampling temperature in [0, %d]; 0 = greedy", generate.MaxTemperature)},
+		&cli.IntFlag{Name: "top-k", Value: d.TopK, Usage: "keep the K most probable tokens; 0 = off"},
+		&cli.Float64Flag{Name: "top-p", Value: d.TopP, Usage: "nucleus sampling mass in [0, 1]; 1 = off"},
+		&cli.Float64Flag{Name: "min-p", Value: d.MinP, Usage: "drop tokens below this fraction of the top token's probability, in [0, 1]; 0 = off"},
+		&cli.Float64Flag{Name: "repeat-penalty", Value: d.RepeatPenalty, Usage: "penalty for tokens in the last --repeat-last-n, > 0; 1 = off"},
+		&cli.Float64Flag{Name: "frequency-penalty", Value: d.FrequencyPenalty, Usage: "subtract count × this from repeated tokens' logits, in [-2, 2]"},
+		&cli.Float64Flag{Name: "presence-penalty", Value: d.PresencePenalty, Usage: "subtract this from seen tokens' logits, in [-2, 2]"},
+		&cli.IntFlag{Name: "repeat-last-n", Value: d.PenaltyLastN, Usage: "tokens the penalties look back over; 0 = off"},
+		&cli.Uint64Flag{Name: "seed", Usage: "sampling seed (default: chosen at random and printed)"},
+	}
+}
+
+// samplingParams reads samplingFlags; chosen reports a seed picked here.
+func samplingParams(c *cli.Context) (p generate.Params, chosen bool) {
+	p = generate.Params{Temperature: c.Float64("temperature"), TopK: c.Int("top-k"), TopP: c.Float64("top-p"),
+		MinP: c.Float64("min-p"), RepeatPenalty: c.Float64("repeat-penalty"), FrequencyPenalty: c.Float64("frequency-penalty"),
+		PresencePenalty: c.Float64("presence-penalty"), PenaltyLastN: c.Int("repeat-last-n"), Seed: c.Uint64("seed")}
+	if !c.IsSet("seed") {
+		p.Seed, chosen = rand.Uint64(), true
+	}
+	return p, chosen
+}
+
+// flagError turns a generate.ParamError into a usage error naming the
+// flag (top_p → --top-p).
+func flagError(cmd string, err error) error {
+	var pe *generate.ParamError
+	if errors.As(err, &pe) {
+		return cli.Exit(fmt.Sprintf("%s: --%s %v: %s", cmd, strings.ReplaceAll(pe.Param, "_", "-"), pe.Value, pe.Reason), exitUsage)
+	}
+	return cli.Exit(cmd+": "+err.Error(), exitUsage)
 }
 
 // openRunModel opens a .cflow or .vflow file (picked by magic) as the
@@ -58,24 +98,25 @@ func parseIDs(s string) ([]int, error) {
 	return ids, nil
 }
 
-// traceWeights names what a trace of this file's arithmetic was computed
-// with (a quantized file's values are exactly the *_replay weights).
-func traceWeights(q quant.Type) string {
-	switch q {
-	case quant.Q4_0:
-		return "q4_replay"
-	case quant.Q8_0:
-		return "q8_replay"
+// runPrompt is the prompt run feeds: --prompt-ids as given, else BOS and
+// the encoded --prompt.
+func runPrompt(c *cli.Context, tk tokenizer.Tokenizer) ([]int, error) {
+	switch {
+	case c.IsSet("prompt") && c.IsSet("prompt-ids"):
+		return nil, errors.New("give --prompt or --prompt-ids, not both")
+	case c.IsSet("prompt-ids"):
+		return parseIDs(c.String("prompt-ids"))
+	case tk == nil && c.IsSet("prompt"):
+		return nil, errors.New("this file has no tokenizer, so --prompt cannot be encoded; pass token ids with --prompt-ids")
+	case tk != nil:
+		return generate.EncodePrompt(tk, c.String("prompt"))
 	}
-	return "f32"
+	return nil, nil
 }
 
 func runRun(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return cli.Exit("run: give one model FILE", exitUsage)
-	}
-	if c.IsSet("prompt") && c.IsSet("prompt-ids") {
-		return cli.Exit("run: give --prompt or --prompt-ids, not both", exitUsage)
 	}
 	m, err := openRunModel(c.Args().First())
 	if err != nil {
@@ -87,151 +128,105 @@ func runRun(c *cli.Context) error {
 	if err != nil && !errors.Is(err, tokenizer.ErrNoTokenizer) {
 		return cli.Exit("run: "+err.Error(), exitUsage)
 	}
-	var prompt []int
-	switch {
-	case c.IsSet("prompt-ids"):
-		if prompt, err = parseIDs(c.String("prompt-ids")); err != nil {
-			return cli.Exit("run: "+err.Error(), exitUsage)
-		}
-	case tk == nil && c.IsSet("prompt"):
-		return cli.Exit("run: this file has no tokenizer, so --prompt cannot be encoded; pass token ids with --prompt-ids", exitUsage)
-	case tk != nil:
-		if tk.BOS() >= 0 {
-			prompt = append(prompt, tk.BOS())
-		}
-		ids, err := tk.Encode(c.String("prompt"))
-		if err != nil {
-			return cli.Exit("run: "+err.Error(), exitUsage)
-		}
-		prompt = append(prompt, ids...)
+	prompt, err := runPrompt(c, tk)
+	if err != nil {
+		return cli.Exit("run: "+err.Error(), exitUsage)
 	}
 	if len(prompt) == 0 {
 		return cli.Exit("run: empty prompt and no BOS token known; pass --prompt-ids", exitUsage)
 	}
-	for _, id := range prompt {
-		if id < 0 || id >= int(h.VocabSize) {
-			return cli.Exit(fmt.Sprintf("run: token %d outside the vocabulary of %d", id, h.VocabSize), exitUsage)
-		}
+	params, chosen := samplingParams(c)
+	seq, err := generate.NewSequence(generate.Request{Prompt: prompt, MaxTokens: c.Int("max-tokens"), Ctx: int(h.MaxSeqLen),
+		Params: params, StopIDs: generate.StopIDs(tk), Stop: c.StringSlice("stop"), Tokenizer: tk, TopLogprobs: -1}, int(h.VocabSize), int(h.MaxSeqLen))
+	if err != nil {
+		return flagError("run", err)
 	}
 	xio, err := cfrt.ParseExpertIO(c.String("expert-io"))
 	if err != nil {
 		return cli.Exit("run: --expert-io: "+err.Error(), exitUsage)
 	}
-	if c.Int("threads") < 1 || c.Int("max-tokens") < 0 {
-		return cli.Exit("run: --threads must be ≥ 1 and --max-tokens ≥ 0", exitUsage)
+	if c.Int("threads") < 1 {
+		return cli.Exit("run: --threads must be ≥ 1", exitUsage)
 	}
 	if t := c.Int("threads"); t > goruntime.GOMAXPROCS(0) {
 		goruntime.GOMAXPROCS(t)
 	}
+	var tr *generate.Trace
 	if c.IsSet("trace-out") {
 		// A trace is a reference: keep activations in f32 so replaying it
 		// needs no allowance for int8 activation rounding.
 		verify.EnsureFloatKernel()
+		tr = generate.NewTrace(m, prompt)
 	}
 	e, err := cfrt.New(m, cfrt.Options{Threads: c.Int("threads"), ExpertIO: xio})
 	if err != nil {
 		return cli.Exit(err.Error(), exitUsage)
 	}
 	defer e.Close()
-	seed := c.Uint64("seed")
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
+	if chosen && !params.Greedy() {
+		fmt.Fprintf(os.Stderr, "seed %d (pass --seed %d to repeat this sample)\n", params.Seed, params.Seed)
 	}
-	smp := cfrt.NewSampler(float32(c.Float64("temperature")), float32(c.Float64("top-p")), seed)
-	name := m.Meta.String(cflowfmt.KeyName, m.Meta.String(cflowfmt.KeyArchitecture, ""))
-	tr := &verify.Trace{Schema: verify.Schema, Model: name, Architecture: m.Meta.String(cflowfmt.KeyArchitecture, ""),
-		Weights: traceWeights(h.QuantType), Prompt: prompt, Generated: []int{}}
 	out := bufio.NewWriter(os.Stdout)
-	emit := func(prev, id int) {
-		if tk != nil {
-			out.Write(tk.Piece(prev, id))
-		} else {
-			fmt.Fprintf(out, "%d ", id)
-		}
+	if tk != nil {
+		out.Write(generate.Text(tk, -1, prompt))
 		out.Flush()
 	}
-	step := func(tok int) ([]float32, error) {
-		pos := e.Pos()
-		logits, err := e.Step(tok)
-		if err == nil && c.IsSet("trace-out") {
-			tr.Steps = append(tr.Steps, verify.Record(pos, tok, e.Observation(), logits))
+	// The first sampled token comes right after the prompt: the expert
+	// I/O counters then split prompt from decode.
+	var xPrompt cfrt.ExpertIOStats
+	st, err := generate.Run(context.Background(), e, seq, generate.Options{Trace: tr, OnToken: func(t generate.Token) error {
+		if len(seq.Generated()) == 1 && t.ID >= 0 {
+			xPrompt = e.ExpertIOStats()
 		}
-		return logits, err
-	}
-	var logits []float32
-	t0 := time.Now()
-	for i, tok := range prompt {
-		if logits, err = step(tok); err != nil {
-			return cli.Exit("run: "+err.Error(), exitError)
+		switch {
+		case tk != nil:
+			out.Write(t.Text)
+		case t.ID >= 0:
+			fmt.Fprintf(out, "%d ", t.ID)
 		}
-		if tk != nil {
-			prev := -1
-			if i > 0 {
-				prev = prompt[i-1]
-			}
-			emit(prev, tok)
-		}
-	}
-	tPrompt := time.Since(t0)
-	bPrompt := e.Stats().Total.Sum()
-	xPrompt := e.ExpertIOStats()
-	t1 := time.Now()
-	prev, stop := prompt[len(prompt)-1], ""
-	for n := 0; n < c.Int("max-tokens"); n++ {
-		next := smp.Sample(logits)
-		tr.Generated = append(tr.Generated, next)
-		emit(prev, next)
-		if tk != nil && next == tk.EOS() {
-			stop = "EOS"
-			break
-		}
-		if n+1 == c.Int("max-tokens") {
-			break
-		}
-		if logits, err = step(next); err != nil {
-			if errors.Is(err, cfrt.ErrContextFull) {
-				stop = "context full"
-				break
-			}
-			return cli.Exit("run: "+err.Error(), exitError)
-		}
-		prev = next
-	}
-	tDecode := time.Since(t1)
+		return out.Flush()
+	}})
 	fmt.Fprintln(out)
 	out.Flush()
-	st := e.Stats()
-	decoded := st.Tokens - int64(len(prompt))
+	if err != nil {
+		return cli.Exit("run: "+err.Error(), exitError)
+	}
+	if st.Reason != "max tokens" {
+		fmt.Fprintf(os.Stderr, "stopped: %s\n", st.Reason)
+	}
 	rate := func(n int64, d time.Duration) float64 {
 		if d <= 0 {
 			return 0
 		}
 		return float64(n) / d.Seconds()
 	}
-	if stop != "" {
-		fmt.Fprintf(os.Stderr, "stopped: %s\n", stop)
-	}
 	fmt.Fprintf(os.Stderr, "prompt: %d tokens, %.2f tok/s; decode: %d tokens, %.2f tok/s; effective weight bandwidth %.2f GB/s (%.2f MB/token); kernel %s, %d threads\n",
-		len(prompt), rate(int64(len(prompt)), tPrompt), len(tr.Generated), rate(decoded, tDecode),
-		rate(st.Total.Sum()-bPrompt, tDecode)/1e9, float64(st.Last.Sum())/1e6, cfrt.KernelName(), c.Int("threads"))
+		st.PromptTokens, rate(int64(st.PromptTokens), st.PromptTime), len(seq.Generated()), rate(int64(st.DecodeTokens), st.DecodeTime),
+		rate(st.DecodeBytes, st.DecodeTime)/1e9, float64(st.LastTokenBytes)/1e6, cfrt.KernelName(), c.Int("threads"))
 	fmt.Fprintln(os.Stderr, e.NUMA()) // topology, plan use and weight placement
 	if xs := e.ExpertIOStats(); xio != cfrt.ExpertIOMmap && xs.Mode == xio {
-		printExpertIO(xs.Sub(xPrompt), decoded, tDecode)
+		printExpertIO(xs.Sub(xPrompt), int64(st.DecodeTokens), st.DecodeTime)
 	}
-	if p := c.String("trace-out"); p != "" {
-		f, err := os.Create(p)
-		if err != nil {
-			return cli.Exit("run: "+err.Error(), exitError)
-		}
-		if err := tr.Write(f); err != nil {
-			f.Close()
-			return cli.Exit("run: "+err.Error(), exitError)
-		}
-		if err := f.Close(); err != nil {
+	if tr != nil {
+		if err := writeTrace(c.String("trace-out"), tr); err != nil {
 			return cli.Exit("run: "+err.Error(), exitError)
 		}
 	}
 	return nil
+}
+
+// writeTrace writes tr to path through a sink (temp file, then rename), so
+// a failed write leaves no partial trace.
+func writeTrace(path string, tr *generate.Trace) error {
+	s, err := cflowfmt.CreateSink(path)
+	if err != nil {
+		return err
+	}
+	if err := tr.Write(s); err != nil {
+		s.Abort()
+		return err
+	}
+	return s.Commit()
 }
 
 // printExpertIO reports the staged expert tier over the decode tokens:

@@ -68,3 +68,24 @@ func TestRunTraceVerify(t *testing.T) {
 		t.Fatalf("--prompt without a tokenizer: exit %d, want %d", code, exitUsage)
 	}
 }
+
+// TestRunRejectsSamplingValues: the silent cases — NaN temperature
+// (used to return the last vocabulary id), negative temperature (greedy),
+// top-p 2 (off) — and every other out-of-range sampling flag exit 2.
+func TestRunRejectsSamplingValues(t *testing.T) {
+	s := fmttest.Random(rand.New(rand.NewSource(4)), quant.F32)
+	s.Header.CombineStyle, s.Header.DenseDelay, s.Header.ExpertDelay, s.Header.VocabSize = cflowfmt.PreNorm, 0, 0, 60
+	model := filepath.Join(t.TempDir(), "m.cflow")
+	if _, err := fmttest.WriteCflow(model, s, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range [][]string{
+		{"--temperature", "NaN"}, {"--temperature", "-1"}, {"--temperature", "+Inf"}, {"--top-p", "2"},
+		{"--top-p", "-0.5"}, {"--top-k", "-1"}, {"--min-p", "1.5"}, {"--repeat-penalty", "0"},
+		{"--frequency-penalty", "NaN"}, {"--presence-penalty", "3"}, {"--repeat-last-n", "-2"}, {"--max-tokens", "0"},
+	} {
+		if code := runApp(append([]string{"run", model, "--prompt-ids", "1"}, bad...)...); code != exitUsage {
+			t.Errorf("%v: exit %d, want %d", bad, code, exitUsage)
+		}
+	}
+}

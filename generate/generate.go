@@ -1,0 +1,191 @@
+// Package generate owns the decode loop every front end shares — run,
+// chat, serve (and bench/ppl's prompt feeding): feeding the prompt,
+// sampling (one Sampler, one validated Params), stop conditions (stop
+// tokens; stop strings matched on text across token boundaries and never
+// emitted), streaming, stats and trace recording.
+//
+// The per-request state is a Sequence, which never touches an engine: Run
+// drives one Sequence on one Engine; a server's scheduler drives many
+// Sequences on their own engines (or one batched engine) step by step, and
+// each produces exactly what Run would give it alone.
+package generate
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/cflow-dev/cflow/runtime"
+	"github.com/cflow-dev/cflow/tokenizer"
+)
+
+// Engine is what the loop needs of a decode engine (*runtime.Engine).
+type Engine interface {
+	// Step feeds one token and returns the next position's logits.
+	Step(tok int) ([]float32, error)
+	// Pos is the number of tokens fed.
+	Pos() int
+	// Stats counts weight bytes read, for the bandwidth figures.
+	Stats() runtime.Stats
+	// Observation describes the last Step, for traces.
+	Observation() *runtime.Observation
+}
+
+// Prefiller is an Engine that can feed several tokens of one sequence in
+// one pass over the weights (batched prefill) and return the last token's
+// logits. Feed uses it when the caller needs no per-token logits.
+type Prefiller interface {
+	Prefill(toks []int) ([]float32, error)
+}
+
+// Feed feeds toks in order and returns the logits after the last. each,
+// when set, sees every position's logits (traces, perplexity) and forces
+// one Step per token; otherwise an engine that is a Prefiller feeds them
+// in one call.
+func Feed(e Engine, toks []int, each func(i int, logits []float32) error) ([]float32, error) {
+	if p, ok := e.(Prefiller); ok && each == nil && len(toks) > 1 {
+		return p.Prefill(toks)
+	}
+	var logits []float32
+	for i, t := range toks {
+		var err error
+		if logits, err = e.Step(t); err != nil {
+			return nil, err
+		}
+		if each != nil {
+			if err := each(i, logits); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return logits, nil
+}
+
+// Options are Run's hooks.
+type Options struct {
+	// OnToken sees every sampled token as it is produced (streaming); an
+	// error from it stops the run and is returned.
+	OnToken func(Token) error
+	// Trace, when set, receives a step for every fed token and the
+	// generated ids (the cflow-trace/1 file of run --trace-out). Tracing
+	// feeds the prompt token by token.
+	Trace *Trace
+}
+
+// Stats is what a run measured: token counts, wall time and weight bytes
+// for the prompt and the decode phases, and why it stopped.
+type Stats struct {
+	PromptTokens, DecodeTokens int
+	PromptTime, DecodeTime     time.Duration
+	// PromptBytes and DecodeBytes are weight bytes read in each phase.
+	PromptBytes, DecodeBytes int64
+	// LastTokenBytes is the weight bytes of the last fed token.
+	LastTokenBytes int64
+	Finish         Finish
+	Reason         string
+}
+
+// Run feeds seq's prompt to e (which must be empty) and samples until a
+// stop condition; the last token is reported but not fed.
+func Run(ctx context.Context, e Engine, seq *Sequence, opt Options) (st Stats, err error) {
+	var each func(int, []float32) error
+	step := e.Step
+	if opt.Trace != nil {
+		step = func(tok int) ([]float32, error) {
+			pos := e.Pos()
+			logits, err := e.Step(tok)
+			if err == nil {
+				opt.Trace.record(pos, tok, e.Observation(), logits)
+			}
+			return logits, err
+		}
+		each = func(i int, logits []float32) error {
+			opt.Trace.record(e.Pos()-1, seq.Prompt()[i], e.Observation(), logits)
+			return nil
+		}
+	}
+	b0, t0 := e.Stats().Total.Sum(), time.Now()
+	logits, err := Feed(e, seq.Prompt(), each)
+	if err != nil {
+		return st, err
+	}
+	st.PromptTokens, st.PromptTime = len(seq.Prompt()), time.Since(t0)
+	b1, t1 := e.Stats().Total.Sum(), time.Now()
+	st.PromptBytes = b1 - b0
+	defer func() {
+		st.DecodeTime = time.Since(t1)
+		st.DecodeBytes = e.Stats().Total.Sum() - b1
+		st.LastTokenBytes = e.Stats().Last.Sum()
+	}()
+	for {
+		if err := ctx.Err(); err != nil {
+			return st, err
+		}
+		t := seq.Next(logits)
+		if opt.Trace != nil {
+			opt.Trace.Generated = append(opt.Trace.Generated, t.ID)
+		}
+		if opt.OnToken != nil {
+			if err := opt.OnToken(t); err != nil {
+				return st, err
+			}
+		}
+		if t.Finish != "" {
+			st.Finish, st.Reason = t.Finish, t.Reason
+			return st, nil
+		}
+		if logits, err = step(t.ID); err != nil {
+			if errors.Is(err, runtime.ErrContextFull) {
+				t := seq.Cut("context full")
+				st.Finish, st.Reason = t.Finish, t.Reason
+				if opt.OnToken != nil {
+					return st, opt.OnToken(t)
+				}
+				return st, nil
+			}
+			return st, err
+		}
+		st.DecodeTokens++
+	}
+}
+
+// EncodePrompt is the prompt run and the server's completions feed for
+// text: BOS when the tokenizer has one, then the text's tokens.
+func EncodePrompt(tk tokenizer.Tokenizer, text string) ([]int, error) {
+	var ids []int
+	if tk.BOS() >= 0 {
+		ids = append(ids, tk.BOS())
+	}
+	body, err := tk.Encode(text)
+	if err != nil {
+		return nil, err
+	}
+	return append(ids, body...), nil
+}
+
+// StopIDs are the tokens that end a generation with tk: EOS, plus the
+// end-of-turn tokens of tokenizers that know them (an EndOfTurn method).
+func StopIDs(tk tokenizer.Tokenizer) []int {
+	if tk == nil {
+		return nil
+	}
+	var ids []int
+	if tk.EOS() >= 0 {
+		ids = append(ids, tk.EOS())
+	}
+	if et, ok := tk.(interface{ EndOfTurn() []int }); ok {
+		ids = append(ids, et.EndOfTurn()...)
+	}
+	return ids
+}
+
+// Text is the text of ids, each piece decoded after its predecessor (prev
+// before the first; −1 at the start of a sequence).
+func Text(tk tokenizer.Tokenizer, prev int, ids []int) []byte {
+	var out []byte
+	for _, id := range ids {
+		out = append(out, tk.Piece(prev, id)...)
+		prev = id
+	}
+	return out
+}
