@@ -1,6 +1,7 @@
 package cflowfmt
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -55,7 +56,8 @@ func (f *File) named(err error) error {
 }
 
 // Check reads every tile, experts included, and validates what Open does
-// not: the zero padding between tiles, exact coverage of every matrix by
+// not: the per-layer weight checksums (when the file has them), the zero
+// padding between tiles, exact coverage of every matrix by
 // its tiles (each weight exactly once, shapes per layer attention kind),
 // each expert having gate, up and down, and finite norm and router values.
 // It returns the first problem as a *FormatError.
@@ -69,6 +71,7 @@ func (f *File) Check() error {
 // reader passes Loc{layer, stage, -1} for stage tiles.
 func CheckWalk(h *Header, md *Metadata, data []byte, walk func(func(Loc, *MappedTile) error) error) error {
 	cov := NewCoverage(h, md)
+	sums := NewLayerSums(int(h.NumLayers))
 	var cur Loc
 	var prevEnd int64
 	started := false
@@ -91,10 +94,14 @@ func CheckWalk(h *Header, md *Metadata, data []byte, walk func(func(Loc, *Mapped
 			}
 		}
 		prevEnd = t.Offset + int64(t.Bytes())
+		sums.AddTile(int(t.Layer), data[t.Offset:prevEnd])
 		return cov.Add(t)
 	})
 	if err == nil {
 		err = flush()
+	}
+	if err == nil {
+		err = verifySums(md, sums, 0)
 	}
 	return err
 }
@@ -117,8 +124,9 @@ func NewCoverage(h *Header, md *Metadata) *Coverage {
 }
 
 // Add checks one tile against the layer's exact shape, rejects partial
-// column groups away from the matrix edge and non-finite F32 values in
-// norms and routers, and files it for Finish.
+// column groups away from the matrix edge, non-finite scales and non-finite
+// values (the runtime would turn them into garbage text, not an error), and
+// files it for Finish.
 func (c *Coverage) Add(t *MappedTile) error {
 	c.last = t.Offset
 	rows, cols := MatrixShape(c.h, c.md, int(t.Layer), t.Matrix)
@@ -129,14 +137,8 @@ func (c *Coverage) Add(t *MappedTile) error {
 	if tc%quant.GroupSize != 0 && co+tc != cols {
 		return errAt(t.Offset, "layer %d %s tile of %d columns ends inside a group away from the matrix edge", t.Layer, t.Matrix, tc)
 	}
-	if t.Matrix == MatRouter || t.Matrix.IsNorm() {
-		for r := 0; r < t.Tile.Rows; r++ {
-			for k := 0; k < t.Tile.Cols; k++ {
-				if v := float64(t.Weight(r, k)); math.IsNaN(v) || math.IsInf(v, 0) {
-					return errAt(t.Offset, "layer %d %s holds non-finite value %v", t.Layer, t.Matrix, v)
-				}
-			}
-		}
+	if err := checkFinite(t); err != nil {
+		return err
 	}
 	c.tiles[t.Matrix] = append(c.tiles[t.Matrix], t)
 	return nil
@@ -204,4 +206,36 @@ func expertSuffix(e int) string {
 		return ""
 	}
 	return fmt.Sprintf(" expert %d", e)
+}
+
+// checkFinite rejects a tile holding NaN or ±Inf: every f16 scale of a
+// quantized tile (its codes are integers, so finite scales make finite
+// weights), every value of an F32 tile.
+func checkFinite(t *MappedTile) error {
+	bad := func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
+	if t.Tile.Type == quant.F32 {
+		for i := 0; i+4 <= len(t.Tile.Data); i += 4 {
+			if v := float64(math.Float32frombits(binary.LittleEndian.Uint32(t.Tile.Data[i:]))); bad(v) {
+				r, k := i/4/t.Tile.Cols, i/4%t.Tile.Cols
+				return errAt(t.Offset, "layer %d%s %s holds non-finite value %v at row %d, column %d", t.Layer, expertSuffix(expertOf(t)), t.Matrix, v, int(t.RowOffset)+r, int(t.ColOffset)+k)
+			}
+		}
+		return nil
+	}
+	g := quant.Groups(t.Tile.Cols)
+	for r := 0; r < t.Tile.Rows; r++ {
+		for k := 0; k < g; k++ {
+			if v := float64(t.Tile.ScaleAt(r, k)); bad(v) {
+				return errAt(t.Offset, "layer %d%s %s has non-finite scale %v at row %d, column %d", t.Layer, expertSuffix(expertOf(t)), t.Matrix, v, int(t.RowOffset)+r, int(t.ColOffset)+k*quant.GroupSize)
+			}
+		}
+	}
+	return nil
+}
+
+func expertOf(t *MappedTile) int {
+	if t.Expert == NoExpert {
+		return -1
+	}
+	return int(t.Expert)
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/cflowfmt/fmttest"
 	"github.com/cflow-dev/cflow/quant"
+	"github.com/cflow-dev/cflow/runtime/plan"
+	"github.com/cflow-dev/cflow/tokenizer"
 )
 
 // seedFiles are real files from the writer, a few KB each so the fuzzer
@@ -30,6 +32,13 @@ func seedFiles(f *testing.F) [][]byte {
 			f.Fatal(err)
 		}
 		out = append(out, b)
+	}
+	crafted, err := fmttest.CraftedFiles(f.TempDir())
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, c := range crafted {
+		out = append(out, c.Data)
 	}
 	return out
 }
@@ -60,6 +69,14 @@ func FuzzOpen(f *testing.F) {
 			}
 		}
 		mustFormatError(t, file.Check())
+		// One validation: whatever Open accepts, the execution plan and
+		// the tokenizer loader (what run builds next) handle without
+		// panicking, and the plan never refuses it.
+		h := &file.Header
+		if _, err := plan.Build(plan.FromHeader(h, int(file.Meta.U32(cflowfmt.KeyBlockIterations, 1)))); err != nil {
+			t.Fatalf("Open accepted a file the plan refuses: %v", err)
+		}
+		tokenizer.FromMetadata(file.Meta, int(h.VocabSize))
 	})
 }
 

@@ -43,6 +43,7 @@ const (
 	KeyEOS             = "tokenizer.eos_id"      // u32
 	KeyNUMAPlan        = "numa.plan"             // bytes: JSON shard plan
 	KeyExecHeader      = "cflow.exec_header"     // bytes: an 88-byte GlobalHeader (.vflow)
+	KeyLayerChecksums  = "check.layer_fnv64a"    // bytes: per-layer weight checksums (checksum.go)
 )
 
 // Layer attention kinds in KeyLayerKinds.
@@ -64,6 +65,16 @@ type Metadata struct {
 
 // NewMetadata returns an empty section.
 func NewMetadata() *Metadata { return &Metadata{m: map[string]metaValue{}} }
+
+// Clone returns an independent copy, so a writer can add its own keys
+// without changing the caller's section.
+func (md *Metadata) Clone() *Metadata {
+	c := NewMetadata()
+	for k, v := range md.m {
+		c.m[k] = metaValue{v.typ, append([]byte(nil), v.raw...)}
+	}
+	return c
+}
 
 // Keys lists keys in sorted order (inspect prints them).
 func (md *Metadata) Keys() []string {

@@ -24,7 +24,15 @@ type Sink struct {
 	off  int64
 	err  error
 	done bool
+	sums LayerSums // per-layer tile checksums, when TrackSums was called
 }
+
+// TrackSums makes WriteTile fold every tile into per-layer checksums
+// (LayerSums) for a model of the given layer count; Sums returns them.
+func (s *Sink) TrackSums(layers int) { s.sums = NewLayerSums(layers) }
+
+// Sums are the checksums of the tiles written so far.
+func (s *Sink) Sums() LayerSums { return s.sums }
 
 const sinkBuffer = 1 << 20
 
@@ -106,6 +114,9 @@ func (s *Sink) WriteTile(th *TileHeader, t *quant.Tile) (int64, error) {
 	s.Write(b[:])
 	s.Write(t.Scales)
 	_, err := s.Write(t.Data)
+	if s.sums != nil {
+		s.sums.AddTile(int(th.Layer), b[:], t.Scales, t.Data)
+	}
 	return at, err
 }
 

@@ -27,6 +27,8 @@ type Writer struct {
 	layer, slot int
 	start, end  int64 // first tile start and last tile end of the open slot (0,0 = empty)
 
+	sumsAt int64 // file offset of the KeyLayerChecksums value, patched at Close
+
 	experts []Range // expert ranges of the open bank
 	expert  int     // current expert, -1 before the first BeginExpert
 }
@@ -50,7 +52,8 @@ func Create(path string, h Header, md *Metadata) (*Writer, error) {
 	if err := CheckMetadata(&h, md); err != nil {
 		return nil, fmt.Errorf("cflowfmt: create %s: %w", path, err)
 	}
-	mb, err := md.MarshalBinary()
+	md = md.Clone()
+	mb, sumsAt, err := ReserveSums(md, int(h.NumLayers))
 	if err != nil {
 		return nil, fmt.Errorf("cflowfmt: create %s: %w", path, err)
 	}
@@ -63,6 +66,7 @@ func Create(path string, h Header, md *Metadata) (*Writer, error) {
 	}
 	h.MetadataOffset = HeaderSize
 	h.MetadataLength = uint32(len(mb))
+	s.TrackSums(int(h.NumLayers))
 	s.Zeros(HeaderSize)
 	s.Write(mb)
 	if err := s.Err(); err != nil {
@@ -70,25 +74,7 @@ func Create(path string, h Header, md *Metadata) (*Writer, error) {
 		return nil, err
 	}
 	n := int(h.NumLayers) + 1
-	return &Writer{s: s, h: h, md: md, table: make([][SlotsPerLayer]Range, n), done: make([][SlotsPerLayer]bool, n)}, nil
-}
-
-// CheckMetadata rejects metadata that contradicts the header, so writers
-// fail at Create and readers at Open: attn.layer_kinds must have one byte
-// (0 or 1) per layer.
-func CheckMetadata(h *Header, md *Metadata) error {
-	if t, ok := md.Type(KeyLayerKinds); ok {
-		k := md.Bytes(KeyLayerKinds)
-		if t != MetaBytes || len(k) != int(h.NumLayers) {
-			return fmt.Errorf("metadata %s: want %d bytes (one per layer), got type %d, %d bytes", KeyLayerKinds, h.NumLayers, t, len(k))
-		}
-		for i, b := range k {
-			if b != LayerFull && b != LayerSliding {
-				return fmt.Errorf("metadata %s: layer %d has kind %d, want 0 (full) or 1 (sliding)", KeyLayerKinds, i, b)
-			}
-		}
-	}
-	return nil
+	return &Writer{s: s, h: h, md: md, sumsAt: HeaderSize + int64(sumsAt), table: make([][SlotsPerLayer]Range, n), done: make([][SlotsPerLayer]bool, n)}, nil
 }
 
 func (w *Writer) fail(err error) error {
@@ -354,6 +340,8 @@ func (w *Writer) Close() error {
 		w.s.Write(tb)
 		hb, _ := w.h.MarshalBinary()
 		if err := w.s.WriteAt(hb, 0); err != nil {
+			w.fail(err)
+		} else if err := w.s.WriteAt(w.s.Sums().Bytes(), w.sumsAt); err != nil {
 			w.fail(err)
 		}
 	}

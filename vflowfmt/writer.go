@@ -25,6 +25,7 @@ type Writer struct {
 	vocab  [3]cflowfmt.Range
 	index  []cflowfmt.Range // layer*E + e
 	err    error
+	sumsAt int64 // file offset of the checksum table's value, patched at Close
 
 	phase      int // 0 nothing open yet, 1 group stages, 2 vocab/experts
 	kind       int // what is open: 0 none, 1 stage, 2 vocab, 3 expert
@@ -72,7 +73,7 @@ func Create(path string, h cflowfmt.Header, md *cflowfmt.Metadata) (*Writer, err
 	}
 	xb, _ := h.MarshalBinary()
 	meta.SetBytes(cflowfmt.KeyExecHeader, xb)
-	mb, err := meta.MarshalBinary()
+	mb, sumsAt, err := cflowfmt.ReserveSums(meta, int(h.NumLayers))
 	if err != nil {
 		return fail(err)
 	}
@@ -94,6 +95,7 @@ func Create(path string, h cflowfmt.Header, md *cflowfmt.Metadata) (*Writer, err
 	if err != nil {
 		return fail(err)
 	}
+	s.TrackSums(int(h.NumLayers))
 	s.Zeros(HeaderSize)
 	s.Write(mb)
 	s.Zeros(dataStart - s.Offset())
@@ -101,7 +103,7 @@ func Create(path string, h cflowfmt.Header, md *cflowfmt.Metadata) (*Writer, err
 		s.Abort()
 		return nil, err
 	}
-	return &Writer{s: s, x: h, vh: vh, groups: groups,
+	return &Writer{s: s, x: h, vh: vh, groups: groups, sumsAt: HeaderSize + int64(sumsAt),
 		index: make([]cflowfmt.Range, int(h.NumLayers)*int(h.NumExperts)), group: -1}, nil
 }
 
@@ -304,6 +306,7 @@ func (w *Writer) Close() error {
 			putRange(ib[i*IndexEntrySize:], r)
 		}
 		w.s.WriteAt(hb, 0)
+		w.s.WriteAt(w.s.Sums().Bytes(), w.sumsAt)
 		w.s.WriteAt(tb, int64(w.vh.GroupTableOffset))
 		if len(ib) > 0 {
 			w.s.WriteAt(ib, int64(w.vh.ExpertIndexOffset))

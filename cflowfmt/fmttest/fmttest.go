@@ -369,7 +369,8 @@ func Tiny(q quant.Type, moe, mixed bool) *Spec {
 	md := cflowfmt.NewMetadata()
 	md.SetString(cflowfmt.KeyArchitecture, "tiny")
 	md.SetF32(cflowfmt.KeyRMSEps, 1e-5)
-	md.SetString(cflowfmt.KeyTokenizerKind, "byte")
+	// No tokenizer.kind: a byte tokenizer needs 256 ids and vocab is 5;
+	// the data bytes stay so inspect shows a bytes value.
 	md.SetBytes(cflowfmt.KeyTokenizerData, []byte("0123456789abcdef"))
 	md.SetBytes(cflowfmt.KeyNUMAPlan, []byte(`{"nodes":1,"policy":"numa-tp"}`))
 	if moe {

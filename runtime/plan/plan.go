@@ -68,21 +68,11 @@ func FromHeader(h *cflowfmt.Header, blockIters int) Params {
 	}
 }
 
-// Validate rejects delay/style combinations that have no defined semantics.
+// Validate rejects delay/style/iteration combinations that have no defined
+// semantics or exceed cflowfmt.MaxPasses; the rules are cflowfmt's
+// CheckSchedule, which the readers also apply, so Open and the plan agree.
 func (p Params) Validate() error {
-	switch {
-	case p.Layers <= 0:
-		return fmt.Errorf("plan: %d layers", p.Layers)
-	case p.Combine.DelaysDense() && p.HasDense && p.DenseDelay < 1:
-		return fmt.Errorf("plan: %s needs dense_delay ≥ 1 (its FFN reads x_out(ℓ−δd))", p.Combine)
-	case !p.Combine.DelaysDense() && p.DenseDelay != 0:
-		return fmt.Errorf("plan: dense_delay %d is not defined for %s (only for styles that delay the dense FFN)", p.DenseDelay, p.Combine)
-	case p.ExpertDelay != 0 && !p.Combine.DefersExperts():
-		return fmt.Errorf("plan: expert_delay %d is not defined for %s (only for styles that defer experts)", p.ExpertDelay, p.Combine)
-	case p.BlockIterations > 1 && !p.Combine.IteratesBlocks():
-		return fmt.Errorf("plan: block iterations are not defined for %s", p.Combine)
-	}
-	return nil
+	return cflowfmt.CheckSchedule(p.Combine, p.Layers, p.BlockIterations, p.DenseDelay, p.ExpertDelay, p.HasDense, p.HasMoE)
 }
 
 // Build returns the execution order of one token's stream reads. A stream is

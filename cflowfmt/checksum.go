@@ -1,0 +1,114 @@
+package cflowfmt
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+)
+
+// LayerSums are the per-layer weight checksums stored under
+// KeyLayerChecksums: entry l (l = NumLayers for the vocabulary) is the sum,
+// modulo 2⁶⁴, of FNV-1a-64 over each of the layer's tiles as stored
+// (16-byte header, scales, data). A sum of per-tile hashes does not depend
+// on the order tiles are written or walked, so one definition serves the
+// layer-major .cflow and the stage-major .vflow. Without it a flipped bit in
+// weight data is invisible to inspect --check: every byte of a Q4 tile is a
+// valid code.
+type LayerSums []uint64
+
+// NewLayerSums has one zero entry per layer plus the vocabulary entry.
+func NewLayerSums(layers int) LayerSums { return make(LayerSums, layers+1) }
+
+// AddTile folds one stored tile (its bytes in parts, in file order) into
+// its layer's entry; out-of-range layers are ignored (the format checks
+// reject them elsewhere).
+func (s LayerSums) AddTile(layer int, parts ...[]byte) {
+	h := fnv.New64a()
+	for _, p := range parts {
+		h.Write(p)
+	}
+	if layer >= 0 && layer < len(s) {
+		s[layer] += h.Sum64()
+	}
+}
+
+// Bytes encodes the sums as the metadata value (little-endian u64 each).
+func (s LayerSums) Bytes() []byte {
+	b := make([]byte, 0, 8*len(s))
+	for _, v := range s {
+		b = binary.LittleEndian.AppendUint64(b, v)
+	}
+	return b
+}
+
+// StoredSums decodes KeyLayerChecksums; ok is false for files written before
+// checksums existed, which still load (inspect --check says so).
+func StoredSums(md *Metadata) (s LayerSums, ok bool) {
+	b := md.Bytes(KeyLayerChecksums)
+	if b == nil {
+		return nil, false
+	}
+	s = make(LayerSums, len(b)/8)
+	for i := range s {
+		s[i] = binary.LittleEndian.Uint64(b[8*i:])
+	}
+	return s, true
+}
+
+// checkSumsShape is CheckMetadata's rule for the table: 8 bytes per layer
+// plus the vocabulary entry.
+func checkSumsShape(h *Header, md *Metadata) error {
+	if b := md.Bytes(KeyLayerChecksums); b != nil && len(b) != 8*(int(h.NumLayers)+1) {
+		return fmt.Errorf("metadata %s: %d bytes, want %d (8 per layer and the vocabulary)", KeyLayerChecksums, len(b), 8*(int(h.NumLayers)+1))
+	}
+	return nil
+}
+
+// ReserveSums puts a zero checksum table for layers into md, marshals it,
+// and returns the marshalled section and the table's offset inside it, so
+// a writer can write the section first and back-patch the sums at Close.
+func ReserveSums(md *Metadata, layers int) (mb []byte, at int, err error) {
+	md.SetBytes(KeyLayerChecksums, NewLayerSums(layers).Bytes())
+	mb, err = md.MarshalBinary()
+	if err != nil {
+		return nil, 0, err
+	}
+	return mb, valueOffset(mb, KeyLayerChecksums), nil
+}
+
+// valueOffset walks a marshalled section to the value of key (-1 if absent).
+func valueOffset(mb []byte, key string) int {
+	le := binary.LittleEndian
+	n := int(le.Uint32(mb[8:]))
+	off := 12
+	for i := 0; i < n; i++ {
+		kl := int(le.Uint16(mb[off:]))
+		k := string(mb[off+2 : off+2+kl])
+		off += 2 + kl + 1
+		vl := int(le.Uint32(mb[off:]))
+		off += 4
+		if k == key {
+			return off
+		}
+		off += vl
+	}
+	return -1
+}
+
+// verifySums compares the sums a walk computed with the stored table.
+func verifySums(md *Metadata, got LayerSums, errOff int64) error {
+	want, ok := StoredSums(md)
+	if !ok {
+		return nil
+	}
+	for l := range want {
+		if l < len(got) && got[l] != want[l] {
+			what := fmt.Sprintf("layer %d", l)
+			if l == len(want)-1 {
+				what = "the vocabulary entry"
+			}
+			return errAt(errOff, "%s: weight checksum %016x, the file's table says %016x (weight bytes changed after writing)", what, got[l], want[l])
+		}
+	}
+	return nil
+}
