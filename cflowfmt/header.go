@@ -34,7 +34,11 @@ const (
 	FlagVNorm      uint8 = 1 << 1 // RMSNorm without weight on each value vector
 	FlagTiedEmbed  uint8 = 1 << 2 // LM head is the embedding; no lm_head tiles
 	FlagGELU       uint8 = 1 << 3 // gelu_tanh instead of silu in every FFN and expert
-	knownFlagsMask uint8 = FlagEmbedScale | FlagVNorm | FlagTiedEmbed | FlagGELU
+	// FlagFeatures: the metadata's cflow.features lists computation features
+	// (features.go) a reader must implement; readers that predate the bit
+	// refuse the file instead of silently computing something else.
+	FlagFeatures   uint8 = 1 << 4
+	knownFlagsMask uint8 = FlagEmbedScale | FlagVNorm | FlagTiedEmbed | FlagGELU | FlagFeatures
 )
 
 // Header is the decoded GlobalHeader: everything needed to size buffers and

@@ -69,6 +69,9 @@ func CheckMetadata(h *Header, md *Metadata) error {
 	if err := checkSumsShape(h, md); err != nil {
 		return err
 	}
+	if err := checkFeatures(h, md); err != nil {
+		return err
+	}
 	if p, ok, err := ReadNUMAPlan(md); err != nil {
 		return err
 	} else if ok && p.Nodes > MaxNUMANodes {

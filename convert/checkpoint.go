@@ -18,6 +18,7 @@ type checkpoint struct {
 	configPath string // for error messages
 	cfg        cfgMap
 	tensors    map[string]*tensor
+	claimed    map[string]bool // tensors get has handed out (strict.go)
 	maps       []*mapping
 	tokenizer  []byte // raw tokenizer.json, nil when absent
 	inputBytes int64  // total tensor bytes, the throughput denominator
@@ -134,6 +135,10 @@ func (c *checkpoint) get(name string) (*tensor, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: missing tensor %s", c.path, name)
 	}
+	if c.claimed == nil {
+		c.claimed = map[string]bool{}
+	}
+	c.claimed[name] = true
 	if t.unsupported != "" {
 		return nil, fmt.Errorf("%s: tensor %s: unsupported %s (want F32, F16 or BF16 and at most 2 dimensions)", t.file, name, t.unsupported)
 	}

@@ -13,6 +13,7 @@ import (
 type cfgMap struct {
 	file string
 	m    map[string]any
+	raw  []byte // the file, for the families' typed decoding (hf.go)
 }
 
 func parseConfig(file string, b []byte) (cfgMap, error) {
@@ -25,7 +26,7 @@ func parseConfig(file string, b []byte) (cfgMap, error) {
 	if m == nil {
 		return cfgMap{}, fmt.Errorf("%s: not a JSON object", file)
 	}
-	return cfgMap{file: file, m: m}, nil
+	return cfgMap{file: file, m: m, raw: b}, nil
 }
 
 // present reports whether key exists with a non-null value.

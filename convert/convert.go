@@ -17,8 +17,9 @@ import (
 // Options control one conversion. The zero value converts with detection,
 // Q4_0, the machine's NUMA node count, every core and no progress output.
 type Options struct {
-	// Model forces an architecture preset (full or short name, see
-	// Architectures); "" detects it from config.json.
+	// Model names the architecture (full or short name, see
+	// Architectures) when config.json names none cflow knows; "" detects
+	// it. Naming a different architecture than the config's is an error.
 	Model string
 	// Quant is the file's quant type. Norms and the router are F32
 	// regardless.
@@ -95,7 +96,7 @@ func Convert(ctx context.Context, input, output string, opt Options) (*Result, e
 	if format == FormatVFlow {
 		groups = vflowfmt.GroupsFor(&s.h, s.md)
 	}
-	ly := &layouter{c: c, s: s, pl: pl, nm: naming{mixtral: s.p.mixtral}, rec: rec, groups: groups}
+	ly := &layouter{c: c, s: s, pl: pl, nm: s.p.names, rec: rec, groups: groups}
 	ly.visit = func(o *op) error {
 		switch o.kind {
 		case opTile:
@@ -108,6 +109,9 @@ func Convert(ctx context.Context, input, output string, opt Options) (*Result, e
 		return nil
 	}
 	if err := ly.run(); err != nil {
+		return nil, err
+	}
+	if err := checkClaimed(c, s); err != nil {
 		return nil, err
 	}
 	pj, err := json.Marshal(rec)

@@ -353,14 +353,33 @@ func TestTruncatedSafetensorsRefused(t *testing.T) {
 	convertErr(t, fx.dir, Options{}, st, "truncated")
 }
 
+// TestContradictingModelRefused: --model naming another architecture than
+// the config's is refused (issue 19); it names the architecture only when
+// the config names none cflow knows, and a family whose weights are absent
+// is still refused.
 func TestContradictingModelRefused(t *testing.T) {
 	fx := writeFixture(t, filepath.Join(t.TempDir(), "m"), "llama", "F32")
-	convertErr(t, fx.dir, Options{Model: "arch2_4"}, "arch2_4_combined needs experts", "num_experts")
-	convertErr(t, fx.dir, Options{Model: "arch4"}, "arch4_async_experts needs experts")
+	convertErr(t, fx.dir, Options{Model: "arch2_4"}, "--model arch2_4_combined contradicts", "architecture llama")
+	convertErr(t, fx.dir, Options{Model: "mixtral"}, "--model mixtral contradicts")
 	convertErr(t, fx.dir, Options{Model: "nonsense"}, "unknown architecture")
+	if _, err := Convert(context.Background(), fx.dir, filepath.Join(t.TempDir(), "ok.cflow"), Options{Model: "llama"}); err != nil {
+		t.Fatalf("--model naming the config's own architecture: %v", err)
+	}
 	mx := writeFixture(t, filepath.Join(t.TempDir(), "mx"), "mixtral", "F32")
-	convertErr(t, mx.dir, Options{Model: "llama"}, "model.layers.0.moe.router.weight is missing")
-	convertErr(t, mx.dir, Options{Model: "arch1"}, "model.layers.0.moe.router.weight is missing")
+	convertErr(t, mx.dir, Options{Model: "llama"}, "contradicts", "architecture mixtral")
+	// A config naming no known architecture: --model decides, and the
+	// family's own checks still apply.
+	cfgPath := filepath.Join(fx.dir, "config.json")
+	orig, _ := os.ReadFile(cfgPath)
+	unknown := bytes.Replace(bytes.Replace(orig, []byte(`"LlamaForCausalLM"`), []byte(`"SomethingForCausalLM"`), 1), []byte(`"model_type":"llama"`), []byte(`"model_type":"something"`), 1)
+	if err := os.WriteFile(cfgPath, unknown, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	convertErr(t, fx.dir, Options{}, "unknown architecture", "pass --model")
+	convertErr(t, fx.dir, Options{Model: "arch2_4"}, "arch2_4_combined needs experts", "num_experts")
+	if _, err := Convert(context.Background(), fx.dir, filepath.Join(t.TempDir(), "ok.cflow"), Options{Model: "llama"}); err != nil {
+		t.Fatalf("--model llama on an unnamed config: %v", err)
+	}
 }
 
 func TestBadInputRefused(t *testing.T) {

@@ -4,7 +4,8 @@
 //
 // The pipeline is: open the checkpoint lazily over a file mapping
 // (checkpoint.go, safetensors.go, llama2c.go), map config.json onto a
-// GlobalHeader and metadata (config.go, arch.go, spec.go), decide which
+// GlobalHeader and metadata through the model's family (family.go, one
+// family_<name>.go per family, hf.go, spec.go), decide which
 // NUMA node owns which rows and columns of every matrix (numa.go),
 // enumerate tiles in execution-plan order (layout.go), then quantize on
 // every core while one goroutine writes the tiles in order (emit.go,
@@ -21,12 +22,17 @@
 //     separate file).
 //   - Architecture: config "architecture" (pipeline-native) wins, then HF
 //     "architectures", then "model_type", then "combine_style". --model
-//     overrides detection; the forced preset's own delay defaults apply
-//     unless the config describes that same architecture. A preset that
-//     needs experts or a dense FFN the checkpoint lacks is an error.
-//   - Experts are optional for every preset except mixtral, arch2_4_* and
-//     arch4, which require them; the dense FFN is required except for
-//     mixtral, whose intermediate_size is the expert width.
+//     names the family when the config names none cflow knows; naming a
+//     different one than the config's is an error. A family that needs
+//     experts or a dense FFN the checkpoint lacks is an error.
+//   - Strictness (strict.go): every checkpoint tensor is consumed by the
+//     family's mapping or the conversion fails naming the first one left;
+//     every computation-changing config value is implemented or refused by
+//     key and value; num_hidden_layers below the checkpoint's layer count,
+//     ε ≤ 0 or > 0.01 and θ ≤ 0 are refused.
+//   - Experts are optional for the pipeline-native families except arch2_4_*
+//     and arch4, which require them, and required for mixtral and
+//     qwen3_moe, whose MoE replaces the dense FFN.
 //   - K = V sharing (attention_k_eq_v) applies to full-attention layers,
 //     whose v_proj is then neither required nor stored.
 //   - Tiles are 128×256. Q/K/V (gate/up) interleave by 128-row stripe;

@@ -2,45 +2,83 @@ package convert
 
 import (
 	"fmt"
+	"maps"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
-// naming maps (layer, matrix, expert) to the checkpoint's tensor name: the
-// spec's table for every architecture, with Mixtral's block_sparse_moe names
-// for HF Mixtral checkpoints.
-type naming struct{ mixtral bool }
+// naming maps (layer, matrix, expert) to the checkpoint's tensor name. It is
+// data: fmt patterns taking the layer index (and the expert index for
+// expert matrices). Families start from hfNames and override what differs.
+type naming struct {
+	layer  map[cflowfmt.MatrixID]string // pattern(layer)
+	expert map[cflowfmt.MatrixID]string // pattern(layer, expert)
+	global map[cflowfmt.MatrixID]string // embedding, LM head, final norm
+	vector map[string]string            // per-layer vectors by cflowfmt.Vec* role, pattern(layer)
+}
+
+// hfNames are the Llama names every HF family shares.
+var hfNames = naming{
+	layer: map[cflowfmt.MatrixID]string{
+		cflowfmt.MatAttnNorm: "model.layers.%d.input_layernorm.weight",
+		cflowfmt.MatQ:        "model.layers.%d.self_attn.q_proj.weight",
+		cflowfmt.MatK:        "model.layers.%d.self_attn.k_proj.weight",
+		cflowfmt.MatV:        "model.layers.%d.self_attn.v_proj.weight",
+		cflowfmt.MatO:        "model.layers.%d.self_attn.o_proj.weight",
+		cflowfmt.MatFFNNorm:  "model.layers.%d.post_attention_layernorm.weight",
+		cflowfmt.MatGate:     "model.layers.%d.mlp.gate_proj.weight",
+		cflowfmt.MatUp:       "model.layers.%d.mlp.up_proj.weight",
+		cflowfmt.MatDown:     "model.layers.%d.mlp.down_proj.weight",
+	},
+	global: map[cflowfmt.MatrixID]string{
+		cflowfmt.MatEmbed:     "model.embed_tokens.weight",
+		cflowfmt.MatLMHead:    "lm_head.weight",
+		cflowfmt.MatFinalNorm: "model.norm.weight",
+	},
+	vector: map[string]string{
+		cflowfmt.VecQBias:    "model.layers.%d.self_attn.q_proj.bias",
+		cflowfmt.VecKBias:    "model.layers.%d.self_attn.k_proj.bias",
+		cflowfmt.VecVBias:    "model.layers.%d.self_attn.v_proj.bias",
+		cflowfmt.VecOBias:    "model.layers.%d.self_attn.o_proj.bias",
+		cflowfmt.VecGateBias: "model.layers.%d.mlp.gate_proj.bias",
+		cflowfmt.VecUpBias:   "model.layers.%d.mlp.up_proj.bias",
+		cflowfmt.VecDownBias: "model.layers.%d.mlp.down_proj.bias",
+		cflowfmt.VecQNorm:    "model.layers.%d.self_attn.q_norm.weight",
+		cflowfmt.VecKNorm:    "model.layers.%d.self_attn.k_norm.weight",
+	},
+}
+
+// with returns a copy of n with the given layer patterns, expert patterns
+// and vector patterns replaced or added.
+func (n naming) with(layer, expert map[cflowfmt.MatrixID]string, vector map[string]string) naming {
+	out := naming{layer: maps.Clone(n.layer), expert: maps.Clone(n.expert), global: n.global, vector: maps.Clone(n.vector)}
+	if out.expert == nil {
+		out.expert = map[cflowfmt.MatrixID]string{}
+	}
+	maps.Copy(out.layer, layer)
+	maps.Copy(out.expert, expert)
+	maps.Copy(out.vector, vector)
+	return out
+}
 
 func (n naming) name(layer int, m cflowfmt.MatrixID, expert int) string {
-	lp := fmt.Sprintf("model.layers.%d.", layer)
-	switch m {
-	case cflowfmt.MatAttnNorm:
-		return lp + "input_layernorm.weight"
-	case cflowfmt.MatQ, cflowfmt.MatK, cflowfmt.MatV, cflowfmt.MatO:
-		return lp + "self_attn." + m.String() + "_proj.weight"
-	case cflowfmt.MatFFNNorm:
-		return lp + "post_attention_layernorm.weight"
-	case cflowfmt.MatGate, cflowfmt.MatUp, cflowfmt.MatDown:
-		return lp + "mlp." + m.String() + "_proj.weight"
-	case cflowfmt.MatMoENorm:
-		return lp + "moe_norm.weight"
-	case cflowfmt.MatRouter:
-		if n.mixtral {
-			return lp + "block_sparse_moe.gate.weight"
-		}
-		return lp + "moe.router.weight"
-	case cflowfmt.MatExpertGate, cflowfmt.MatExpertUp, cflowfmt.MatExpertDown:
-		if n.mixtral {
-			w := map[cflowfmt.MatrixID]string{cflowfmt.MatExpertGate: "w1", cflowfmt.MatExpertUp: "w3", cflowfmt.MatExpertDown: "w2"}[m]
-			return fmt.Sprintf("%sblock_sparse_moe.experts.%d.%s.weight", lp, expert, w)
-		}
-		return fmt.Sprintf("%smoe.experts.%d.%s_proj.weight", lp, expert, m.String()[len("expert_"):])
-	case cflowfmt.MatEmbed:
-		return "model.embed_tokens.weight"
-	case cflowfmt.MatLMHead:
-		return "lm_head.weight"
-	case cflowfmt.MatFinalNorm:
-		return "model.norm.weight"
+	if p, ok := n.global[m]; ok {
+		return p
 	}
-	return fmt.Sprintf("%s%s", lp, m)
+	if m.IsExpert() {
+		if p, ok := n.expert[m]; ok {
+			return fmt.Sprintf(p, layer, expert)
+		}
+	} else if p, ok := n.layer[m]; ok {
+		return fmt.Sprintf(p, layer)
+	}
+	return fmt.Sprintf("model.layers.%d.%s (no name in this family)", layer, m)
+}
+
+// vectorName is the tensor of layer l's vector role.
+func (n naming) vectorName(l int, role string) string {
+	if p, ok := n.vector[role]; ok {
+		return fmt.Sprintf(p, l)
+	}
+	return fmt.Sprintf("model.layers.%d.%s (no name in this family)", l, role)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
@@ -14,13 +15,15 @@ import (
 // modelSpec is a checkpoint mapped onto the file format: the header, the
 // metadata, and what the layout needs per layer.
 type modelSpec struct {
-	p          *preset
+	p          *family
 	h          cflowfmt.Header
 	md         *cflowfmt.Metadata
 	blockIters int
 	layerKinds []byte // nil: every layer full attention
 	kEqV       bool
 	steps      []plan.Step // plan.Layout order
+	features   []string    // cflowfmt.Feat* the file uses
+	cfgFile    string
 }
 
 // Default tile geometry: the report's 128×256 (one Q4 tile fits L2 beside
@@ -30,26 +33,15 @@ const (
 	tileCols = quant.MaxTileCols
 )
 
-// buildSpec maps config.json (and, for contradiction checks, the tensors
-// present) onto a header. force is the --model name, "" to detect.
-func buildSpec(c *checkpoint, force string, q quant.Type) (*modelSpec, error) {
-	cfg := c.cfg
-	detected, detErr := detectPreset(cfg)
-	p := detected
-	if force != "" {
-		fp, ok := lookupPreset(force)
-		if !ok {
-			return nil, fmt.Errorf("--model %q: unknown architecture (known: %s)", force, strings.Join(Architectures(), ", "))
-		}
-		p = fp
-	} else if detErr != nil {
-		return nil, detErr
-	}
-	// The config's own pipeline keys describe its own architecture; a
-	// forced different preset uses the preset's defaults instead.
-	own := detected != nil && detected.name == p.name
-	s := &modelSpec{p: p, md: cflowfmt.NewMetadata(), blockIters: 1}
-	h := &s.h
+// geom is the header geometry as config.json states it, before the format
+// checks.
+type geom struct {
+	d, L, H, Hkv, V, F, E, topK, Fe, seq, hd, ghd, window int
+}
+
+// readGeometry reads the sizes every family names the same way.
+func readGeometry(cfg cfgMap) (geom, error) {
+	var g geom
 	var err error
 	geti := func(key string, def int) int {
 		if err != nil {
@@ -59,101 +51,123 @@ func buildSpec(c *checkpoint, force string, q quant.Type) (*modelSpec, error) {
 		v, err = cfg.int(key, def)
 		return v
 	}
-	d := geti("hidden_size", 0)
-	L := geti("num_hidden_layers", 0)
-	H := geti("num_attention_heads", 0)
-	Hkv := geti("num_key_value_heads", H)
-	V := geti("vocab_size", 0)
-	F := geti("intermediate_size", 0)
-	E := geti("num_experts", 0)
-	if E == 0 {
-		E = geti("num_local_experts", 0)
+	g.d = geti("hidden_size", 0)
+	g.L = geti("num_hidden_layers", 0)
+	g.H = geti("num_attention_heads", 0)
+	g.Hkv = geti("num_key_value_heads", g.H)
+	g.V = geti("vocab_size", 0)
+	g.F = geti("intermediate_size", 0)
+	g.E = geti("num_experts", 0)
+	if g.E == 0 {
+		g.E = geti("num_local_experts", 0)
 	}
-	topK := geti("num_experts_per_tok", 0)
-	Fe := geti("expert_intermediate_size", 0)
-	seq := geti("max_position_embeddings", 2048)
-	hd := 0
-	if H > 0 {
-		hd = geti("head_dim", d/H)
+	g.topK = geti("num_experts_per_tok", 0)
+	g.Fe = geti("expert_intermediate_size", 0)
+	g.seq = geti("max_position_embeddings", 2048)
+	if g.H > 0 {
+		g.hd = geti("head_dim", g.d/g.H)
 	}
-	ghd := geti("global_head_dim", 0)
-	window := geti("sliding_window", 0)
+	g.ghd = geti("global_head_dim", 0)
+	g.window = geti("sliding_window", 0)
 	if err != nil {
-		return nil, err
+		return g, err
 	}
 	for _, k := range []struct {
 		key string
 		v   int
-	}{{"hidden_size", d}, {"num_hidden_layers", L}, {"num_attention_heads", H}, {"vocab_size", V}} {
+	}{{"hidden_size", g.d}, {"num_hidden_layers", g.L}, {"num_attention_heads", g.H}, {"vocab_size", g.V}} {
 		if k.v == 0 {
-			return nil, fmt.Errorf("%s: missing or zero %q", cfg.file, k.key)
+			return g, fmt.Errorf("%s: missing or zero %q", cfg.file, k.key)
 		}
 	}
-	if p.mixtral && Fe == 0 {
-		Fe, F = F, 0 // Mixtral's intermediate_size is the expert width
+	if g.E > 0 && g.Fe == 0 {
+		g.Fe = g.F
 	}
-	if E > 0 && Fe == 0 {
-		Fe = F
+	return g, nil
+}
+
+// buildSpec maps config.json (and, for contradiction checks, the tensors
+// present) onto a header. force is the --model name, "" to detect.
+func buildSpec(c *checkpoint, force string, q quant.Type) (*modelSpec, error) {
+	cfg := c.cfg
+	p, err := pickFamily(cfg, force)
+	if err != nil {
+		return nil, err
 	}
-	// Contradictions between the preset and the checkpoint.
-	nm := naming{mixtral: p.mixtral}
+	s := &modelSpec{p: p, md: cflowfmt.NewMetadata(), blockIters: 1, cfgFile: cfg.file}
+	h := &s.h
+	g, err := readGeometry(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if p.geometry != nil {
+		if err := p.geometry(cfg, &g); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkLayerCount(c, g.L); err != nil {
+		return nil, err
+	}
+	// Contradictions between the family and the checkpoint.
+	nm := p.names
 	routerName := nm.name(0, cflowfmt.MatRouter, -1)
-	if p.needExperts && (E == 0 || !c.has(routerName)) {
+	if p.needExperts && (g.E == 0 || !c.has(routerName)) {
 		what := "num_experts is 0 or absent in " + cfg.file
-		if E > 0 {
+		if g.E > 0 {
 			what = "it has no tensor " + routerName
 		}
 		return nil, fmt.Errorf("%s: architecture %s needs experts, but the checkpoint has none: %s", c.path, p.name, what)
 	}
-	if E > 0 && !c.has(routerName) {
-		return nil, fmt.Errorf("%s: config says %d experts but tensor %s is missing (wrong --model? mixtral names them block_sparse_moe.*)", c.path, E, routerName)
+	if g.E > 0 && !c.has(routerName) {
+		return nil, fmt.Errorf("%s: config says %d experts but tensor %s is missing", c.path, g.E, routerName)
 	}
-	if E > 0 && (topK == 0 || topK > E) {
-		return nil, fmt.Errorf("%s: num_experts_per_tok %d must be in 1..%d", cfg.file, topK, E)
+	if g.E > 0 && (g.topK == 0 || g.topK > g.E) {
+		return nil, fmt.Errorf("%s: num_experts_per_tok %d must be in 1..%d", cfg.file, g.topK, g.E)
 	}
 	if p.noDense {
-		F = 0
+		g.F = 0
 	} else {
 		gate := nm.name(0, cflowfmt.MatGate, -1)
-		if F == 0 || !c.has(gate) {
+		if g.F == 0 || !c.has(gate) {
 			return nil, fmt.Errorf("%s: architecture %s needs a dense FFN, but the checkpoint has none (intermediate_size %d, tensor %s present: %v)",
-				c.path, p.name, F, gate, c.has(gate))
+				c.path, p.name, g.F, gate, c.has(gate))
 		}
 	}
-	// Combine style and delays.
 	dd, ed := p.denseDelay, p.expertDelay
-	if own {
-		if cs, ok, err := configCombine(cfg); err != nil {
-			return nil, err
-		} else if ok && cs != p.combine {
-			return nil, fmt.Errorf("%s: combine_style %s contradicts architecture %s (%s)", cfg.file, cs, p.name, p.combine)
-		}
-		if dd, err = cfg.int("dense_delay", dd); err != nil {
-			return nil, err
-		}
-		if ed, err = cfg.int("expert_delay", ed); err != nil {
+	if !p.hf {
+		if dd, ed, err = nativeDelays(cfg, p); err != nil {
 			return nil, err
 		}
 	}
-	if E == 0 {
+	if g.E == 0 {
 		ed = 0
 	}
 	*h = cflowfmt.Header{
-		Version: cflowfmt.Version, HiddenSize: uint32(d), IntermediateSize: uint32(F),
-		VocabSize: uint32(V), NumLayers: uint32(L), MaxSeqLen: uint32(seq),
-		NumHeads: uint16(H), NumKVHeads: uint16(Hkv), HeadDim: uint16(hd),
-		NumExperts: uint16(E), TopK: uint16(topK), ExpertIntermediateSize: uint32(Fe),
-		TileRows: tileRows, TileCols: tileCols, SlidingWindow: uint32(window),
+		Version: cflowfmt.Version, HiddenSize: uint32(g.d), IntermediateSize: uint32(g.F),
+		VocabSize: uint32(g.V), NumLayers: uint32(g.L), MaxSeqLen: uint32(g.seq),
+		NumHeads: uint16(g.H), NumKVHeads: uint16(g.Hkv), HeadDim: uint16(g.hd),
+		NumExperts: uint16(g.E), TopK: uint16(g.topK), ExpertIntermediateSize: uint32(g.Fe),
+		TileRows: tileRows, TileCols: tileCols, SlidingWindow: uint32(g.window),
 		QuantType: q, DenseDelay: uint8(dd), ExpertDelay: uint8(ed), CombineStyle: p.combine,
 	}
-	if ghd != hd {
-		h.GlobalHeadDim = uint16(ghd)
+	if g.ghd != g.hd {
+		h.GlobalHeadDim = uint16(g.ghd)
 	}
-	if err := s.checkWidths(cfg.file, d, L, H, Hkv, hd, ghd, E, dd, ed); err != nil {
+	if err := s.checkWidths(cfg.file, g.d, g.L, g.H, g.Hkv, g.hd, g.ghd, g.E, dd, ed); err != nil {
 		return nil, err
 	}
-	if err := s.flagsAndMeta(c, p, own); err != nil {
+	if err := s.commonMeta(c); err != nil {
 		return nil, err
+	}
+	if p.configure != nil {
+		if err := p.configure(s, c); err != nil {
+			return nil, err
+		}
+	}
+	if len(s.features) > 0 {
+		sort.Strings(s.features)
+		h.FeatureFlags |= cflowfmt.FlagFeatures
+		s.md.SetString(cflowfmt.KeyFeatures, strings.Join(s.features, ","))
 	}
 	if err := h.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: the header this config maps to is invalid: %v", cfg.file, err)
@@ -167,6 +181,16 @@ func buildSpec(c *checkpoint, force string, q quant.Type) (*modelSpec, error) {
 	}
 	s.steps = plan.Layout(steps)
 	return s, nil
+}
+
+// feature records that the file uses a cflowfmt.Feat* feature.
+func (s *modelSpec) feature(f string) {
+	for _, x := range s.features {
+		if x == f {
+			return
+		}
+	}
+	s.features = append(s.features, f)
 }
 
 // checkWidths refuses geometry whose numbers do not fit the format's
@@ -193,108 +217,41 @@ func (s *modelSpec) checkWidths(file string, d, L, H, Hkv, hd, ghd, E, dd, ed in
 	return nil
 }
 
-// flagsAndMeta fills feature flags, soft-cap and the metadata keys.
-func (s *modelSpec) flagsAndMeta(c *checkpoint, p *preset, own bool) error {
-	cfg, h, md := c.cfg, &s.h, s.md
-	var err error
-	flag := func(key string, bit uint8, def bool) {
-		if err != nil {
-			return
-		}
-		var on bool
-		if on, err = cfg.boolean(key, def); on {
-			h.FeatureFlags |= bit
-		}
-	}
-	gemma := p.name == "gemma4"
-	flag("use_embedding_scale", cflowfmt.FlagEmbedScale, false)
-	flag("use_v_norm", cflowfmt.FlagVNorm, false)
-	flag("tie_word_embeddings", cflowfmt.FlagTiedEmbed, !c.has("lm_head.weight"))
+// commonMeta fills what every family states the same way: name, norm ε and
+// RoPE base (both range-checked), tied embeddings, special ids, tokenizer.
+func (s *modelSpec) commonMeta(c *checkpoint) error {
+	cfg, h, md, p := c.cfg, &s.h, s.md, s.p
+	tied, err := cfg.boolean("tie_word_embeddings", !c.has(p.names.name(0, cflowfmt.MatLMHead, -1)))
 	if err != nil {
 		return err
 	}
-	if act := strings.ToLower(cfg.str("hidden_act") + cfg.str("hidden_activation")); strings.HasPrefix(act, "gelu") {
-		h.FeatureFlags |= cflowfmt.FlagGELU
+	if tied {
+		h.FeatureFlags |= cflowfmt.FlagTiedEmbed
 	}
-	sc, err := cfg.float("final_logit_softcapping", 0)
-	if err != nil {
-		return err
-	}
-	h.FinalLogitSoftcap = float32(sc)
-
 	md.SetString(cflowfmt.KeyArchitecture, p.name)
 	name := cfg.str("_name_or_path")
 	if name == "" {
 		name = filepath.Base(strings.TrimSuffix(c.path, "/"))
 	}
 	md.SetString(cflowfmt.KeyName, name)
-	defEps := 1e-6 // pipeline-native default (spec, "Common blocks")
-	if p.name == "llama" || p.name == "mixtral" {
-		defEps = 1e-5
-	}
-	fl := func(key, cfgKey string, def float64, always bool) {
-		if err != nil || !(always || cfg.present(cfgKey)) {
-			return
-		}
-		var v float64
-		v, err = cfg.float(cfgKey, def)
-		md.SetF32(key, float32(v))
-	}
-	fl(cflowfmt.KeyRMSEps, "rms_norm_eps", defEps, true)
-	fl(cflowfmt.KeyRopeTheta, "rope_theta", 10000, true)
-	fl(cflowfmt.KeyRopeThetaGlobal, "rope_theta_global", 1e6, gemma)
-	fl(cflowfmt.KeyRopePartial, "partial_rotary_factor", 0.25, gemma)
+	eps, err := cfg.float("rms_norm_eps", p.defaultEps)
 	if err != nil {
 		return err
 	}
-	if p.combine.MergesStreams() {
-		mi, err := cfg.int("merge_interval", 3)
-		if err != nil {
-			return err
-		}
-		if mi == 0 {
-			return fmt.Errorf("%s: merge_interval must be ≥ 1", cfg.file)
-		}
-		md.SetU32(cflowfmt.KeyMergeInterval, uint32(mi))
+	// ε is added to a mean of squares: ≤ 0 divides by zero on a zero row,
+	// and anything near the activations' scale flattens every norm.
+	if !(eps > 0 && eps <= 0.01) {
+		return fmt.Errorf("%s: rms_norm_eps = %v, want 0 < ε ≤ 0.01", cfg.file, eps)
 	}
-	if p.name == "arch5_fixed_point" {
-		bi, err := cfg.int("block_iterations", 3)
-		if err != nil {
-			return err
-		}
-		if bi == 0 {
-			return fmt.Errorf("%s: block_iterations must be ≥ 1", cfg.file)
-		}
-		s.blockIters = bi
-		md.SetU32(cflowfmt.KeyBlockIterations, uint32(bi))
-	}
-	lt, err := cfg.strings("layer_types")
+	md.SetF32(cflowfmt.KeyRMSEps, float32(eps))
+	theta, err := cfg.float("rope_theta", 10000)
 	if err != nil {
 		return err
 	}
-	if lt != nil {
-		if len(lt) != int(h.NumLayers) {
-			return fmt.Errorf("%s: layer_types has %d entries for %d layers", cfg.file, len(lt), h.NumLayers)
-		}
-		s.layerKinds = make([]byte, len(lt))
-		for i, k := range lt {
-			switch k {
-			case "full_attention":
-				s.layerKinds[i] = cflowfmt.LayerFull
-			case "sliding_attention":
-				s.layerKinds[i] = cflowfmt.LayerSliding
-			default:
-				return fmt.Errorf("%s: layer_types[%d] = %q, want full_attention or sliding_attention", cfg.file, i, k)
-			}
-		}
-		md.SetBytes(cflowfmt.KeyLayerKinds, s.layerKinds)
+	if !(theta > 0) || math.IsInf(theta, 0) {
+		return fmt.Errorf("%s: rope_theta = %v, want a finite value > 0", cfg.file, theta)
 	}
-	if s.kEqV, err = cfg.boolean("attention_k_eq_v", false); err != nil {
-		return err
-	}
-	if cfg.present("attention_k_eq_v") {
-		md.SetU32(cflowfmt.KeyKEqV, b2u(s.kEqV))
-	}
+	md.SetF32(cflowfmt.KeyRopeTheta, float32(theta))
 	for _, id := range []struct{ key, cfgKey string }{{cflowfmt.KeyBOS, "bos_token_id"}, {cflowfmt.KeyEOS, "eos_token_id"}} {
 		v, ok, err := cfg.num(id.cfgKey)
 		if err != nil {
@@ -315,8 +272,13 @@ func (s *modelSpec) flagsAndMeta(c *checkpoint, p *preset, own bool) error {
 	case strings.Contains(tk, "byte"):
 		md.SetString(cflowfmt.KeyTokenizerKind, "byte")
 	}
-	_ = own
 	return nil
+}
+
+// setLayerKinds stores one attention kind per layer.
+func (s *modelSpec) setLayerKinds(kinds []byte) {
+	s.layerKinds = kinds
+	s.md.SetBytes(cflowfmt.KeyLayerKinds, kinds)
 }
 
 func b2u(b bool) uint32 {

@@ -46,6 +46,9 @@ type tensor struct {
 	cols  int
 	data  []byte
 	rowOf func(int) int
+	// plusOne: the tensor is a Gemma-style norm weight applied as (1 + w);
+	// vector returns 1 + w so the runtime's plain norm computes it.
+	plusOne bool
 	// unsupported, when set, says why the tensor cannot be converted
 	// (an integer dtype, a 3-D shape); it is an error only if used.
 	unsupported string
@@ -125,5 +128,10 @@ func (t *tensor) block(dst []float32, r0, nr, c0, nc int) {
 func (t *tensor) vector() []float32 {
 	v := make([]float32, t.rows*t.cols)
 	t.block(v, 0, t.rows, 0, t.cols)
+	if t.plusOne {
+		for i := range v {
+			v[i]++
+		}
+	}
 	return v
 }

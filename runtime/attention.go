@@ -20,6 +20,7 @@ func (e *Engine) attention(s *seq, pass int, lp *layerPlan, x, out []float32) {
 	}
 	e.matvec(lp.qkv, b.actD, q, k, vOut)
 	e.stats.Last.Attn += lp.qkv.bytes + lp.o.bytes
+	e.qkvFeatures(lp, q, k, vOut)
 	if lp.kEqV {
 		copy(v, k) // full layers of K=V models: v is k before RoPE
 	}
@@ -52,7 +53,7 @@ func (e *Engine) attention(s *seq, pass int, lp *layerPlan, x, out []float32) {
 		b.scores = make([]float64, H*max(n, 2*cap(b.scores)/max(1, H)))
 	}
 	att := b.att[:lp.qDim]
-	scale := 1 / math.Sqrt(float64(hd))
+	scale := e.attnScale(hd)
 	e.pool.run(H, func(j int) {
 		kvh := j * Hkv / H
 		qh := q[j*hd : (j+1)*hd]
@@ -89,6 +90,7 @@ func (e *Engine) attention(s *seq, pass int, lp *layerPlan, x, out []float32) {
 	})
 	e.prepare(stAttn, b.actAtt, att)
 	e.matvec(lp.o, b.actAtt, out)
+	e.outFeatures(lp.feat.oBias, lp.feat.postAttn, out)
 }
 
 // rope rotates the first len(cos) split-half pairs (i, i+hd/2) of one head.

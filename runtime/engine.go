@@ -54,6 +54,7 @@ type Engine struct {
 	h      cflowfmt.Header
 	d      int
 	eps    float32
+	fx     *modelFeatures // HF-family features (attention_features.go)
 	steps  []plan.Step
 	iters  int
 	passes int
@@ -124,6 +125,9 @@ func New(m *cflowfmt.Model, opt Options) (*Engine, error) {
 	}
 	e := &Engine{m: m, h: h, d: int(h.HiddenSize), steps: steps, iters: max(1, iters)}
 	e.eps = m.Meta.F32(cflowfmt.KeyRMSEps, 1e-6)
+	if e.fx, err = loadFeatures(m); err != nil {
+		return nil, err
+	}
 	e.passes = int(h.NumLayers) * e.iters
 	if e.style, err = newCombiner(&h, m.Meta); err != nil {
 		return nil, err

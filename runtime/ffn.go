@@ -31,9 +31,12 @@ func (e *Engine) ffn(lp *layerPlan, hn, out []float32) {
 	b := &e.bf
 	e.prepare(stDense, b.actD, hn)
 	e.matvec(lp.gateUp, b.actD, b.g, b.u)
+	addBias(b.g, lp.feat.gateBias)
+	addBias(b.u, lp.feat.upBias)
 	e.glu(b.g, b.u)
 	e.prepare(stDense, b.actFF, b.g)
 	e.matvec(lp.down, b.actFF, out)
+	e.outFeatures(lp.feat.downBias, lp.feat.postFFN, out)
 	e.stats.Last.Dense += lp.gateUp.bytes + lp.down.bytes
 }
 
@@ -56,6 +59,7 @@ func (e *Engine) moe(pass int, lp *layerPlan, hn, out []float32) error {
 		w[j] = math.Exp(float64(b.router[x]) - mx)
 		sum += w[j]
 	}
+	sum = e.routeWeights(b.router, sel, w, sum)
 	if e.xio != nil {
 		return e.routeStaged(lp, sel, w, sum, hn, out)
 	}

@@ -21,6 +21,7 @@ type layerPlan struct {
 	attnNorm []float32
 	ffnNorm  []float32
 	moeNorm  []float32
+	feat     *layerFeatures // biases, q/k norms, post-norms
 
 	qkv, o, gateUp, down, router *matPlan
 	experts                      map[int]*expertPlan
@@ -59,6 +60,9 @@ func (e *Engine) buildLayer(l int) (*layerPlan, error) {
 	}
 	lp.invFreq = ropeFreqs(lp.hd, theta, int(partial*float32(lp.hd/2)))
 	lp.qDim, lp.kvDim = int(h.NumHeads)*lp.hd, int(h.NumKVHeads)*lp.hd
+	if err := e.attachFeatures(lp, l); err != nil {
+		return nil, err
+	}
 	d := e.d
 	if len(lp.attnNorm) != d {
 		return nil, fmt.Errorf("runtime: layer %d attention norm has %d values, want %d", l, len(lp.attnNorm), d)

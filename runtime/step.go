@@ -68,7 +68,7 @@ func (e *Engine) embedRow(tok int, x []float32) {
 		e.stats.Last.Embed += int64(t.Type.ScaleBytes(1, t.Tile.Cols) + t.Type.DataBytes(1, t.Tile.Cols))
 	}
 	if e.h.Has(cflowfmt.FlagEmbedScale) {
-		s := sqrtf(float32(e.d))
+		s := e.fx.embedScale
 		for i := range x {
 			x[i] *= s
 		}

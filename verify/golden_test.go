@@ -45,6 +45,15 @@ func TestGoldenTraces(t *testing.T) {
 	checkPinned(t, filepath.Join(goldenDir, "fixtures"), filepath.Join(goldenDir, "traces"))
 }
 
+// TestFamilyTraces verifies the real Hugging Face families' pinned traces
+// (golden/families: Llama 3 / Llama 2 rope scaling and biases, Mistral,
+// Qwen2.5, Qwen3, Qwen3-MoE, Gemma 3) on both formats in all three quant
+// types, exactly as TestGoldenTraces does for the pipeline-native ones.
+func TestFamilyTraces(t *testing.T) {
+	fam := filepath.Join(goldenDir, "families")
+	checkPinned(t, filepath.Join(fam, "fixtures"), filepath.Join(fam, "traces"))
+}
+
 // TestTrainedTraces does the same for the trained TinyStories models, and
 // also holds their Q8_0 files to the f32 traces with TRACE.md's Q8 rule: on
 // trained weights that bar is meaningful and holds. Q4_0 against f32 is

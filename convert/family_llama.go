@@ -1,0 +1,71 @@
+package convert
+
+import (
+	"encoding/json"
+
+	"github.com/cflow-dev/cflow/cflowfmt"
+)
+
+// llama: LlamaForCausalLM (Llama 2, Llama 3.x, TinyLlama, SmolLM, llama2.c
+// checkpoints), the base the other dense HF families embed
+// (transformers models/llama/modeling_llama.py).
+func init() {
+	register(hfFamily(&family{name: "llama", aliases: []string{"llamaforcausallm", "llama2c", "stories"},
+		combine: cflowfmt.PreNorm, defaultEps: 1e-6, geometry: hfGeometry}, func() hfConfig { return &llamaConfig{} }))
+}
+
+// llamaConfig is the part of LlamaConfig that changes the computation
+// beyond the geometry every family shares (spec.go, readGeometry).
+type llamaConfig struct {
+	HiddenAct      string             `json:"hidden_act"`
+	AttentionBias  bool               `json:"attention_bias"`
+	MLPBias        bool               `json:"mlp_bias"`
+	RopeScaling    *ropeScalingConfig `json:"rope_scaling"`
+	RopeParameters json.RawMessage    `json:"rope_parameters"`
+	PartialRotary  *float64           `json:"partial_rotary_factor"`
+}
+
+func (c *llamaConfig) apply(s *modelSpec, ck *checkpoint) error {
+	if c.HiddenAct == "" {
+		c.HiddenAct = "silu"
+	}
+	if err := s.checkAct("hidden_act", c.HiddenAct, "silu"); err != nil {
+		return err
+	}
+	if c.PartialRotary != nil && *c.PartialRotary != 1 {
+		return refuse(s, "partial_rotary_factor", *c.PartialRotary, "Llama-style models rotate the whole head")
+	}
+	if err := c.applyRope(s); err != nil {
+		return err
+	}
+	if c.AttentionBias {
+		if err := s.attnBiases(ck, cflowfmt.VecQBias, cflowfmt.VecKBias, cflowfmt.VecVBias, cflowfmt.VecOBias); err != nil {
+			return err
+		}
+	}
+	if c.MLPBias {
+		if err := s.attnBiases(ck, cflowfmt.VecGateBias, cflowfmt.VecUpBias, cflowfmt.VecDownBias); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyRope maps rope_scaling, or the newer flat rope_parameters (which
+// also carries rope_theta), onto the metadata.
+func (c *llamaConfig) applyRope(s *modelSpec) error {
+	key, r := "rope_scaling", c.RopeScaling
+	if len(c.RopeParameters) > 0 && string(c.RopeParameters) != "null" {
+		key, r = "rope_parameters", &ropeScalingConfig{}
+		if err := json.Unmarshal(c.RopeParameters, r); err != nil {
+			return refuse(s, key, string(c.RopeParameters), "want one object with rope_type and rope_theta")
+		}
+		if r.RopeTheta != nil {
+			if !(*r.RopeTheta > 0) {
+				return refuse(s, key+".rope_theta", *r.RopeTheta, "want > 0")
+			}
+			s.md.SetF32(cflowfmt.KeyRopeTheta, float32(*r.RopeTheta))
+		}
+	}
+	return s.applyRopeScaling(key, r)
+}

@@ -1,0 +1,34 @@
+package convert
+
+import "github.com/cflow-dev/cflow/cflowfmt"
+
+// mixtral: MixtralForCausalLM: Llama attention and a MoE in place of the
+// MLP under block_sparse_moe (gate; experts w1 = gate, w3 = up, w2 =
+// down); softmax over all experts, top-k, renormalised — the softmax over
+// the k selected logits, the runtime's default weighting. Its
+// intermediate_size is the expert width (transformers models/mixtral).
+func init() {
+	register(hfFamily(&family{name: "mixtral", aliases: []string{"mixtralforcausallm"}, combine: cflowfmt.PreNorm,
+		needExperts: true, noDense: true, defaultEps: 1e-5, names: mixtralNames, geometry: mixtralGeometry},
+		func() hfConfig { return &mixtralConfig{} }))
+}
+
+var mixtralNames = hfNames.with(
+	map[cflowfmt.MatrixID]string{cflowfmt.MatRouter: "model.layers.%d.block_sparse_moe.gate.weight"},
+	map[cflowfmt.MatrixID]string{
+		cflowfmt.MatExpertGate: "model.layers.%d.block_sparse_moe.experts.%d.w1.weight",
+		cflowfmt.MatExpertUp:   "model.layers.%d.block_sparse_moe.experts.%d.w3.weight",
+		cflowfmt.MatExpertDown: "model.layers.%d.block_sparse_moe.experts.%d.w2.weight",
+	}, nil)
+
+func mixtralGeometry(cfg cfgMap, g *geom) error {
+	if fe, _ := cfg.int("expert_intermediate_size", 0); fe == 0 {
+		g.Fe = g.F
+	}
+	g.ghd = g.hd
+	return nil
+}
+
+type mixtralConfig struct {
+	mistralConfig
+}

@@ -1,0 +1,66 @@
+package convert
+
+import (
+	"github.com/cflow-dev/cflow/cflowfmt"
+)
+
+// qwen3_moe: Qwen3MoeForCausalLM: Qwen3 attention, and on every layer a MoE
+// in place of the MLP: router mlp.gate, experts mlp.experts.{e}.*_proj;
+// softmax over all experts, top-k, renormalised over the k when
+// norm_topk_prob (transformers models/qwen3_moe).
+func init() {
+	register(hfFamily(&family{name: "qwen3_moe", aliases: []string{"qwen3moeforcausallm", "qwen3moe"}, combine: cflowfmt.PreNorm,
+		needExperts: true, noDense: true, names: qwen3MoeNames, geometry: qwen3MoeGeometry},
+		func() hfConfig { return &qwen3MoeConfig{} }))
+}
+
+var qwen3MoeNames = hfNames.with(
+	map[cflowfmt.MatrixID]string{cflowfmt.MatRouter: "model.layers.%d.mlp.gate.weight"},
+	map[cflowfmt.MatrixID]string{
+		cflowfmt.MatExpertGate: "model.layers.%d.mlp.experts.%d.gate_proj.weight",
+		cflowfmt.MatExpertUp:   "model.layers.%d.mlp.experts.%d.up_proj.weight",
+		cflowfmt.MatExpertDown: "model.layers.%d.mlp.experts.%d.down_proj.weight",
+	}, nil)
+
+// qwen3MoeGeometry: the expert width is moe_intermediate_size;
+// intermediate_size is the MLP of mlp_only_layers, which are refused.
+func qwen3MoeGeometry(cfg cfgMap, g *geom) error {
+	fe, err := cfg.int("moe_intermediate_size", 0)
+	if err != nil {
+		return err
+	}
+	g.Fe, g.ghd, g.window = fe, g.hd, 0
+	return nil
+}
+
+type qwen3MoeConfig struct {
+	qwen3Config
+	NormTopKProb        bool  `json:"norm_topk_prob"`
+	DecoderSparseStep   *int  `json:"decoder_sparse_step"`
+	MLPOnlyLayers       []int `json:"mlp_only_layers"`
+	SharedExpertWidth   int   `json:"shared_expert_intermediate_size"`
+	MoeIntermediateSize int   `json:"moe_intermediate_size"`
+}
+
+func (c *qwen3MoeConfig) apply(s *modelSpec, ck *checkpoint) error {
+	if err := c.qwen3Config.apply(s, ck); err != nil {
+		return err
+	}
+	switch {
+	case c.MoeIntermediateSize == 0:
+		return refuse(s, "moe_intermediate_size", c.MoeIntermediateSize, "the experts need a width")
+	case c.DecoderSparseStep != nil && *c.DecoderSparseStep != 1:
+		return refuse(s, "decoder_sparse_step", *c.DecoderSparseStep, "only every layer a MoE layer")
+	case len(c.MLPOnlyLayers) > 0:
+		return refuse(s, "mlp_only_layers", c.MLPOnlyLayers, "only every layer a MoE layer")
+	case c.SharedExpertWidth > 0:
+		return refuse(s, "shared_expert_intermediate_size", c.SharedExpertWidth, "no shared expert")
+	}
+	r := cflowfmt.RoutingSoftmaxTopK
+	if c.NormTopKProb {
+		r = cflowfmt.RoutingSoftmaxTopKNorm
+	}
+	s.md.SetString(cflowfmt.KeyMoERouting, r)
+	s.feature(cflowfmt.FeatMoERouting)
+	return nil
+}
