@@ -1,5 +1,5 @@
 // Package analyze computes the report's critical-path bandwidth (§4.5, the
-// rule in spec/ARCHITECTURES.md): per pass, the longest of the attention
+// rule in docs/ARCHITECTURES.md): per pass, the longest of the attention
 // stream, the dense stream amortised over dense_delay+1 layers and the top-k
 // expert stream amortised over expert_delay+1 layers. It is analytic — bytes,
 // not seconds — so it can be pinned in tests and compared with the paper.

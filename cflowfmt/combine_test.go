@@ -3,7 +3,7 @@ package cflowfmt
 import "testing"
 
 // TestCombineFacts checks each style's stated facts against the equations
-// of /work/shared/spec/ARCHITECTURES.md ("The architectures"), transcribed
+// of docs/ARCHITECTURES.md ("The architectures"), transcribed
 // here by hand: what attention, the dense FFN and the router read, whether
 // the router has its own norm Nr, and where experts routed at layer 1 of 4
 // with δe = 2 join.

@@ -37,7 +37,11 @@ func (s *Sink) Sums() LayerSums { return s.sums }
 const sinkBuffer = 1 << 20
 
 // CreateSink opens a temp file next to path ("."+base+".tmp*").
+// A directory at path is refused here, before any byte is written.
 func CreateSink(path string) (*Sink, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return nil, fmt.Errorf("output %s is an existing directory; give a file path", path)
+	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return nil, err

@@ -66,15 +66,18 @@ func Convert(ctx context.Context, input, output string, opt Options) (*Result, e
 	if err != nil {
 		return nil, err
 	}
+	if err := cflowfmt.CheckOutput(output, input); err != nil {
+		return nil, err
+	}
 	if !opt.Quant.Valid() {
 		return nil, fmt.Errorf("unknown quant type %d", opt.Quant)
 	}
 	nodes := opt.NUMANodes
 	if nodes == 0 {
-		nodes = DefaultNUMANodes()
+		nodes = min(DefaultNUMANodes(), cflowfmt.MaxNUMANodes)
 	}
-	if nodes < 1 || nodes > 1024 {
-		return nil, fmt.Errorf("--numa-nodes %d outside 1..1024", nodes)
+	if nodes < 1 || nodes > cflowfmt.MaxNUMANodes {
+		return nil, fmt.Errorf("--numa-nodes %d outside 1..%d", nodes, cflowfmt.MaxNUMANodes)
 	}
 	c, err := openCheckpoint(input)
 	if err != nil {

@@ -140,6 +140,9 @@ func openLlama2c(path string) (c *checkpoint, err error) {
 		}
 		if lt.name != "" {
 			t, err := newTensor(lt.name, path, dtF32, lt.shape, m.data[off:off+n])
+			if err == nil {
+				err = t.checkFinite()
+			}
 			if err != nil {
 				return c, err
 			}

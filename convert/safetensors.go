@@ -42,6 +42,9 @@ func parseSafetensors(file string, b []byte) (map[string]*tensor, error) {
 	if err := dec.Decode(&raw); err != nil {
 		return nil, fmt.Errorf("%s: offset 8: header is not a JSON object: %v", file, err)
 	}
+	if k, dup := duplicateKey(b[8 : 8+n]); dup {
+		return nil, fmt.Errorf("%s: offset 8: header names key %q twice; refusing to guess which one is meant", file, k)
+	}
 	dataLen := size - 8 - n
 	type named struct {
 		name string
@@ -107,7 +110,52 @@ func parseSafetensors(file string, b []byte) (map[string]*tensor, error) {
 			}
 			return nil, err
 		}
+		if err := t.checkFinite(); err != nil {
+			return nil, err
+		}
 		out[ne.name] = t
 	}
 	return out, nil
+}
+
+// duplicateKey reports the first key that appears twice in one JSON object
+// anywhere in b (encoding/json silently keeps the last one, so a header
+// naming a tensor twice would convert whichever came second).
+func duplicateKey(b []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var walk func() (string, bool)
+	walk = func() (string, bool) {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		switch tok {
+		case json.Delim('{'):
+			seen := map[string]bool{}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return "", false
+				}
+				k, _ := kt.(string)
+				if seen[k] {
+					return k, true
+				}
+				seen[k] = true
+				if d, ok := walk(); ok {
+					return d, true
+				}
+			}
+			dec.Token() // '}'
+		case json.Delim('['):
+			for dec.More() {
+				if d, ok := walk(); ok {
+					return d, true
+				}
+			}
+			dec.Token() // ']'
+		}
+		return "", false
+	}
+	return walk()
 }

@@ -58,7 +58,7 @@ func Tokenize(m *cflowfmt.Model, text []byte) (ids []int, bos int, err error) {
 	tk, err := tokenizer.FromMetadata(m.Meta, int(m.Header.VocabSize))
 	if err != nil {
 		if errors.Is(err, tokenizer.ErrNoTokenizer) {
-			return nil, -1, fmt.Errorf("ppl: %w, so text cannot be tokenized", err)
+			return nil, -1, fmt.Errorf("%w, so text cannot be tokenized", err)
 		}
 		return nil, -1, err
 	}

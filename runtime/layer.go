@@ -160,7 +160,9 @@ func (e *Engine) expert(lp *layerPlan, x int) (*expertPlan, error) {
 	gu, dn := splitExpert(ts)
 	ep, err := e.expertPlanOf(lp.idx, x, gu, dn)
 	if err != nil {
-		return nil, err
+		// The tiles came from the file: a plan they cannot form is bad
+		// input found late, reported as the file's fault.
+		return nil, &cflowfmt.FormatError{File: e.m.Path, Offset: e.m.Layers[lp.idx].Experts[x].Offset, What: err.Error()}
 	}
 	lp.experts[x] = ep
 	return ep, nil

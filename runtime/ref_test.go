@@ -6,7 +6,7 @@ import (
 	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
-// refModel is the spec's equations (../shared/spec/ARCHITECTURES.md),
+// refModel is the spec's equations (docs/ARCHITECTURES.md),
 // literally, in float64 over dense matrices: layers in order, delays kept as
 // a full history of x_out and a list of (target, expert output). It shares
 // nothing with the engine but the weights.

@@ -28,7 +28,7 @@ for f in "$out/arch2_4_combined.cflow" "$out/arch2_4_combined.vflow"; do
 done
 printf 'arch2_4_combined_f32.cflow vs f32: '
 $bin verify "$out/arch2_4_combined_f32.cflow" --trace "$traces/arch2_4_combined_demo_f32.json" | tail -n 1
-printf 'arch2_4_combined_q8_0.cflow vs f32 (quantization noise, TRACE.md Q8 rule): '
+printf 'arch2_4_combined_q8_0.cflow vs f32 (quantization noise, docs/TRACE.md Q8 rule): '
 $bin verify "$out/arch2_4_combined_q8_0.cflow" --trace "$traces/arch2_4_combined_demo_f32.json" | tail -n 1
 
 step "critical path (report §4.5) of this file"

@@ -46,6 +46,9 @@ type Report struct {
 // model's layers × block iterations.
 func CheckModel(h *cflowfmt.Header, passes int, t *Trace) error {
 	V := int(h.VocabSize)
+	if n := len(t.Steps); n > int(h.MaxSeqLen) {
+		return fmt.Errorf("%w: the trace has %d steps, the model's context holds %d positions", ErrMismatch, n, h.MaxSeqLen)
+	}
 	for i, s := range t.Steps {
 		if len(s.ResidualNorms) != passes {
 			return fmt.Errorf("%w: step %d has %d residual norms, the model has %d layers/passes", ErrMismatch, i, len(s.ResidualNorms), passes)

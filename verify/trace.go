@@ -1,4 +1,4 @@
-// Package verify replays pinned reference traces (../shared/spec/TRACE.md)
+// Package verify replays pinned reference traces (docs/TRACE.md)
 // through the runtime, teacher-forced, and judges parity with the rule that
 // fits the trace's weights and the file's quant type. It also records
 // traces from the runtime, so any run can become a reference.
@@ -8,9 +8,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 
+	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/runtime"
 )
 
@@ -44,7 +44,7 @@ type Step struct {
 
 // Load reads and checks a trace file.
 func Load(path string) (*Trace, error) {
-	b, err := os.ReadFile(path)
+	b, err := cflowfmt.ReadFileLimit(path, cflowfmt.MaxArgFileBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"fmt"
+	goruntime "runtime"
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
 // interspersed moves a subcommand's flags ahead of its positional arguments,
@@ -13,6 +17,10 @@ import (
 func interspersed(args []string, cmds []*cli.Command) []string {
 	if len(args) < 2 {
 		return args
+	}
+	// Shell completion asks with this flag last; it must stay last.
+	if n := len(args) - 1; args[n] == "--generate-bash-completion" {
+		return append(interspersed(args[:n:n], cmds), args[n])
 	}
 	out := []string{args[0]}
 	rest := args[1:]
@@ -96,4 +104,32 @@ func takesValue(f cli.Flag) bool {
 		return df.TakesValue()
 	}
 	return true
+}
+
+// readArgFile reads a file named by a flag (--text), bounded by
+// cflowfmt.MaxArgFileBytes so /dev/zero is an error, not a memory leak.
+func readArgFile(path string) ([]byte, error) {
+	return cflowfmt.ReadFileLimit(path, cflowfmt.MaxArgFileBytes)
+}
+
+// maxThreads bounds --threads: four workers per CPU (at least 16). More
+// only oversubscribes the cores, and each worker owns buffers and an OS
+// thread, so 100000 would exhaust memory before decoding a token.
+func maxThreads() int { return max(16, 4*goruntime.NumCPU()) }
+
+// checkThreads is every command's --threads rule, with its own message.
+func checkThreads(cmd string, n int) error {
+	if n < 1 || n > maxThreads() {
+		return cli.Exit(fmt.Sprintf("%s: --threads %d outside 1..%d (4 per CPU)", cmd, n, maxThreads()), exitUsage)
+	}
+	return nil
+}
+
+// checkOutput refuses an output path that is an input or a directory
+// (cflowfmt.CheckOutput) before the command does any work.
+func checkOutput(cmd, flag, out string, inputs ...string) error {
+	if err := cflowfmt.CheckOutput(out, inputs...); err != nil {
+		return cli.Exit(fmt.Sprintf("%s: %s: %v", cmd, flag, err), exitUsage)
+	}
+	return nil
 }

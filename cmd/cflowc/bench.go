@@ -8,9 +8,11 @@ import (
 	"strings"
 
 	"github.com/cflow-dev/cflow/bench"
+	"github.com/cflow-dev/cflow/cflowfmt"
 	cfrt "github.com/cflow-dev/cflow/runtime"
 	"github.com/cflow-dev/cflow/vflowfmt"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 )
 
 func init() {
@@ -23,7 +25,7 @@ func init() {
 			"Then reads a --probe-mib buffer with the same thread count (median of --probe-runs passes):\n" +
 			"roofline tok/s = probe GB/s ÷ bytes per token; roofline fraction = effective GB/s ÷ probe GB/s.",
 		Flags: []cli.Flag{
-			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: 1, Usage: "decode and probe threads"},
+			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: goruntime.NumCPU(), Usage: "decode and probe threads (default: every CPU, as run, verify and ppl)"},
 			&cli.IntFlag{Name: "tokens", Aliases: []string{"n"}, Value: 64, Usage: "decode tokens per run"},
 			&cli.IntFlag{Name: "runs", Aliases: []string{"r"}, Value: 5, Usage: "timed runs (median reported)"},
 			&cli.IntFlag{Name: "warmup", Value: 16, Usage: "untimed warm-up tokens"},
@@ -42,14 +44,33 @@ func runBench(c *cli.Context) error {
 		return cli.Exit("bench: give one FILE", exitUsage)
 	}
 	in := c.Args().First()
-	if c.Int("threads") < 1 || c.Int("tokens") < 1 || c.Int("runs") < 1 || c.Int("probe-mib") < 1 {
-		return cli.Exit("bench: --threads, --tokens, --runs and --probe-mib must be ≥ 1", exitUsage)
+	if err := checkThreads("bench", c.Int("threads")); err != nil {
+		return err
+	}
+	for _, f := range []string{"tokens", "runs", "probe-runs"} {
+		if c.Int(f) < 1 {
+			return cli.Exit(fmt.Sprintf("bench: --%s %d must be ≥ 1", f, c.Int(f)), exitUsage)
+		}
+	}
+	if c.Int("warmup") < 0 {
+		return cli.Exit(fmt.Sprintf("bench: --warmup %d must be ≥ 0", c.Int("warmup")), exitUsage)
+	}
+	if mib, most := c.Int("probe-mib"), maxProbeMiB(); mib < 1 || mib > most {
+		return cli.Exit(fmt.Sprintf("bench: --probe-mib %d outside 1..%d (half of this machine's memory)", mib, most), exitUsage)
+	}
+	if p := c.String("cpuprofile"); p != "" {
+		if err := checkOutput("bench", "--cpuprofile", p, in); err != nil {
+			return err
+		}
 	}
 	m, err := vflowfmt.OpenModel(in)
 	if err != nil {
-		return cli.Exit(err.Error(), exitUsage)
+		return cli.Exit("bench: "+err.Error(), exitUsage)
 	}
 	defer m.Close()
+	if need := max(c.Int("tokens"), c.Int("warmup")); need > int(m.Header.MaxSeqLen) {
+		return cli.Exit(fmt.Sprintf("bench: --tokens/--warmup %d exceed the model's context of %d", need, m.Header.MaxSeqLen), exitUsage)
+	}
 	if t := c.Int("threads"); t > goruntime.GOMAXPROCS(0) {
 		fmt.Fprintf(os.Stderr, "note: %d threads on GOMAXPROCS %d; raising GOMAXPROCS\n", t, goruntime.GOMAXPROCS(0))
 		goruntime.GOMAXPROCS(t)
@@ -63,16 +84,21 @@ func runBench(c *cli.Context) error {
 		ProbeBytes: int64(c.Int("probe-mib")) << 20, ProbeRuns: c.Int("probe-runs"), Seed: 1,
 	}
 	if p := c.String("cpuprofile"); p != "" {
-		pf, err := os.Create(p)
+		pf, err := cflowfmt.CreateSink(p)
 		if err != nil {
-			return cli.Exit(err.Error(), exitUsage)
+			return cli.Exit("bench: --cpuprofile: "+err.Error(), exitUsage)
 		}
-		defer pf.Close()
+		defer pf.Abort() // after Commit, a no-op
 		cfg.Profile = pf
 	}
 	r, err := bench.Run(m, cfg)
 	if err != nil {
-		return cli.Exit(err.Error(), exitError)
+		return lateExit("bench", err)
+	}
+	if pf, ok := cfg.Profile.(*cflowfmt.Sink); ok {
+		if err := pf.Commit(); err != nil {
+			return cli.Exit("bench: --cpuprofile: "+err.Error(), exitError)
+		}
 	}
 	if c.Bool("json") {
 		return json.NewEncoder(os.Stdout).Encode(r)
@@ -92,4 +118,15 @@ func benchList(xs []float64) string {
 		s[i] = fmt.Sprintf("%.2f", x)
 	}
 	return strings.Join(s, " ")
+}
+
+// maxProbeMiB bounds --probe-mib by half the machine's RAM: the probe
+// allocates and touches the whole buffer, so a larger one can only swap
+// or be killed.
+func maxProbeMiB() int {
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) != nil || si.Totalram == 0 {
+		return 1 << 16
+	}
+	return max(1, int(uint64(si.Totalram)*uint64(si.Unit)/2>>20))
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/cflow-dev/cflow/gguf"
 	"github.com/cflow-dev/cflow/vflowfmt"
@@ -37,6 +38,9 @@ func runExportGGUF(c *cli.Context) error {
 		return cli.Exit("export gguf: give -o OUT.gguf and one FILE (flags first)", exitUsage)
 	}
 	in := c.Args().First()
+	if err := checkOutput("export gguf", "-o", c.String("output"), in); err != nil {
+		return err
+	}
 	m, err := vflowfmt.OpenModel(in)
 	if err != nil {
 		return cli.Exit(err.Error(), exitUsage)
@@ -45,18 +49,15 @@ func runExportGGUF(c *cli.Context) error {
 	if err := gguf.Supported(m); err != nil {
 		return cli.Exit(err.Error(), exitUsage)
 	}
-	for _, n := range gguf.Notes(m) {
-		fmt.Fprintln(os.Stderr, "note:", n)
-	}
 	opt := gguf.Options{F32: c.Bool("f32"), Name: c.String("name")}
 	if !opt.F32 {
-		for _, name := range gguf.Padded(m) {
-			fmt.Fprintf(os.Stderr, "note: %s row length is not a multiple of 32; written as F32 (dequantized)\n", name)
+		for _, note := range paddedNotes(gguf.Padded(m)) {
+			fmt.Fprintf(os.Stderr, "note: %s: row length is not a multiple of 32; written as F32 (dequantized)\n", note)
 		}
 	}
 	out := c.String("output")
 	if err := gguf.Write(m, out, opt); err != nil {
-		return cli.Exit(err.Error(), exitError)
+		return lateExit("export gguf", err)
 	}
 	st, err := os.Stat(out)
 	if err != nil {
@@ -64,4 +65,32 @@ func runExportGGUF(c *cli.Context) error {
 	}
 	fmt.Printf("wrote %s (%.1f MiB)\n", out, float64(st.Size())/(1<<20))
 	return nil
+}
+
+// paddedNotes folds per-layer tensor names (blk.3.ffn_down.weight) into one
+// line per role ("ffn_down.weight in 12 layers"), so a note is said once,
+// not once per layer.
+func paddedNotes(names []string) []string {
+	var order []string
+	count := map[string]int{}
+	for _, n := range names {
+		role := n
+		if rest, ok := strings.CutPrefix(n, "blk."); ok {
+			if i := strings.IndexByte(rest, '.'); i >= 0 {
+				role = rest[i+1:]
+			}
+		}
+		if count[role] == 0 {
+			order = append(order, role)
+		}
+		count[role]++
+	}
+	out := make([]string, len(order))
+	for i, r := range order {
+		out[i] = r
+		if count[r] > 1 {
+			out[i] = fmt.Sprintf("%s in %d layers", r, count[r])
+		}
+	}
+	return out
 }

@@ -6,10 +6,16 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
+	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/cflow-dev/cflow/cflowfmt"
+	cfrt "github.com/cflow-dev/cflow/runtime"
+	"github.com/cflow-dev/cflow/verify"
 )
 
 // Exit codes: 0 success, 1 a failed check (verify parity, inspect --check),
@@ -20,6 +26,19 @@ const (
 	exitError = 3
 )
 
+// lateExit is the exit error for a failure found after a command started
+// its work (decode, replay, export): bad input found late — a corrupt
+// expert tile parsed lazily, a sequence past the context, a model that does
+// not match — is still bad input (exit 2, naming it); anything else is a
+// bug of ours (exit 3).
+func lateExit(cmd string, err error) error {
+	var fe *cflowfmt.FormatError
+	if errors.As(err, &fe) || errors.Is(err, cfrt.ErrContextFull) || errors.Is(err, verify.ErrMismatch) {
+		return cli.Exit(cmd+": "+err.Error(), exitUsage)
+	}
+	return cli.Exit(cmd+": "+err.Error(), exitError)
+}
+
 // commands is filled by each command file's init.
 var commands []*cli.Command
 
@@ -27,20 +46,83 @@ var commands []*cli.Command
 var version = "dev"
 
 func main() {
-	sort.Slice(commands, func(i, j int) bool { return commands[i].Name < commands[j].Name })
-	app := &cli.App{
-		Name:           "cflowc",
-		Usage:          "bandwidth-efficient transformer decode on CPUs: convert, inspect, verify, run",
-		Version:        versionString(),
-		Commands:       commands,
-		ExitErrHandler: func(*cli.Context, error) {},
-	}
-	if err := app.Run(interspersed(os.Args, commands)); err != nil {
-		fmt.Fprintln(os.Stderr, "cflowc:", err)
+	os.Exit(runMain(os.Args, os.Stderr))
+}
+
+// runMain runs the CLI on args and returns the exit code; tests call it
+// to see exactly what a user sees.
+func runMain(args []string, stderr io.Writer) int {
+	app := newApp()
+	app.ErrWriter = stderr
+	if err := app.Run(interspersed(args, app.Commands)); err != nil {
+		fmt.Fprintln(stderr, "cflowc:", err)
 		var ec cli.ExitCoder
 		if errors.As(err, &ec) {
-			os.Exit(ec.ExitCode())
+			return ec.ExitCode()
 		}
-		os.Exit(exitUsage)
+		return exitUsage
 	}
+	return 0
+}
+
+// newApp assembles the CLI: every command, an unknown command or flag
+// reported in one line with a hint (exit 2) instead of a help page, and
+// shell completion (cflowc completion).
+func newApp() *cli.App {
+	sort.Slice(commands, func(i, j int) bool { return commands[i].Name < commands[j].Name })
+	app := &cli.App{
+		Name:                 "cflowc",
+		Usage:                "bandwidth-efficient transformer decode on CPUs: convert, inspect, verify, run",
+		Version:              versionString(),
+		Commands:             commands,
+		EnableBashCompletion: true,
+		ExitErrHandler:       func(*cli.Context, error) {},
+		OnUsageError:         usageError,
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return cli.Exit(fmt.Sprintf("unknown command %q (commands: %s; see 'cflowc --help')", c.Args().First(), commandNames(commands)), exitUsage)
+			}
+			return cli.ShowAppHelp(c)
+		},
+	}
+	var wire func([]*cli.Command)
+	wire = func(cs []*cli.Command) {
+		for _, c := range cs {
+			if c.OnUsageError == nil {
+				c.OnUsageError = usageError
+			}
+			wire(c.Subcommands)
+		}
+	}
+	wire(app.Commands)
+	return app
+}
+
+// usageError prints a flag error in one line with a hint, not the whole
+// help page with the error last.
+func usageError(c *cli.Context, err error, _ bool) error {
+	var path []string
+	for _, x := range c.Lineage() {
+		if x.Command == nil || x.Command.Name == "" || x.Command.Name == "cflowc" {
+			continue
+		}
+		if len(path) == 0 || path[0] != x.Command.Name {
+			path = append([]string{x.Command.Name}, path...)
+		}
+	}
+	cmd := strings.Join(path, " ")
+	if cmd == "" {
+		return cli.Exit(fmt.Sprintf("%v (see 'cflowc --help')", err), exitUsage)
+	}
+	return cli.Exit(fmt.Sprintf("%s: %v (see 'cflowc %s --help')", cmd, err, cmd), exitUsage)
+}
+
+func commandNames(cs []*cli.Command) string {
+	var n []string
+	for _, c := range cs {
+		if !c.Hidden {
+			n = append(n, c.Name)
+		}
+	}
+	return strings.Join(n, ", ")
 }

@@ -41,10 +41,13 @@ func runPPL(c *cli.Context) error {
 	if c.String("text") == "" {
 		return cli.Exit("ppl: --text is required", exitUsage)
 	}
-	if c.Int("ctx") < 0 || c.Int("threads") < 1 {
-		return cli.Exit("ppl: --ctx must be ≥ 0 and --threads ≥ 1", exitUsage)
+	if c.Int("ctx") < 0 {
+		return cli.Exit(fmt.Sprintf("ppl: --ctx %d must be ≥ 0", c.Int("ctx")), exitUsage)
 	}
-	text, err := os.ReadFile(c.String("text"))
+	if err := checkThreads("ppl", c.Int("threads")); err != nil {
+		return err
+	}
+	text, err := readArgFile(c.String("text"))
 	if err != nil {
 		return cli.Exit("ppl: "+err.Error(), exitUsage)
 	}

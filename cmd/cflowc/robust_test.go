@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"math/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
@@ -117,5 +121,205 @@ func TestConvertBoundsIterations(t *testing.T) {
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Fatalf("output exists after a refused conversion: %v", err)
+	}
+}
+
+// smallModel writes a dense PreNorm F32 model (vocab 60) and returns its
+// path.
+func smallModel(t *testing.T, dir string) string {
+	t.Helper()
+	s := fmttest.Random(rand.New(rand.NewSource(4)), quant.F32)
+	s.Header.CombineStyle, s.Header.DenseDelay, s.Header.ExpertDelay, s.Header.VocabSize = cflowfmt.PreNorm, 0, 0, 60
+	p := filepath.Join(dir, "m.cflow")
+	if _, err := fmttest.WriteCflow(p, s, nil); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestOutputIsInputRefused (item 2): export gguf -o, run --trace-out and
+// bench --cpuprofile naming the model itself (directly or through a
+// symlink) exit 2 and leave the model byte-identical.
+func TestOutputIsInputRefused(t *testing.T) {
+	dir := t.TempDir()
+	model := smallModel(t, dir)
+	orig, _ := os.ReadFile(model)
+	link := filepath.Join(dir, "link.cflow")
+	if err := os.Symlink(model, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{model, link} {
+		for _, args := range [][]string{
+			{"export", "gguf", model, "-o", out},
+			{"run", model, "--prompt-ids", "1", "--max-tokens", "1", "--trace-out", out},
+			{"bench", model, "--tokens", "1", "--runs", "1", "--warmup", "0", "--probe-mib", "1", "--probe-runs", "1", "--cpuprofile", out},
+		} {
+			if code := runApp(args...); code != exitUsage {
+				t.Errorf("%v: exit %d, want %d", args, code, exitUsage)
+			}
+			if b, _ := os.ReadFile(model); !bytes.Equal(b, orig) {
+				t.Fatalf("%v destroyed the model", args)
+			}
+		}
+	}
+	// The profile goes through the sink: present only after success.
+	prof := filepath.Join(dir, "cpu.prof")
+	if code := runApp("bench", model, "--tokens", "2", "--runs", "1", "--warmup", "0", "--probe-mib", "1", "--probe-runs", "1", "--cpuprofile", prof); code != 0 {
+		t.Fatalf("bench with a profile: exit %d", code)
+	}
+	if st, err := os.Stat(prof); err != nil || st.Size() == 0 {
+		t.Fatalf("profile missing: %v", err)
+	}
+	if tmps, _ := filepath.Glob(filepath.Join(dir, ".*.tmp*")); len(tmps) != 0 {
+		t.Fatalf("temp files left: %v", tmps)
+	}
+}
+
+// TestLateBadInputExitsTwo (item 6): bad input found after work started is
+// still exit 2 — a corrupt expert tile parsed lazily (run, export), a trace
+// longer than the context (verify), bench --tokens past the context, an
+// unknown subcommand — never 3, the code for our own bugs.
+func TestLateBadInputExitsTwo(t *testing.T) {
+	dir := t.TempDir()
+	s := fmttest.Tiny(quant.Q4_0, true, false)
+	moe := filepath.Join(dir, "moe.cflow")
+	tiles, err := fmttest.WriteCflow(moe, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(moe)
+	for off, tl := range tiles {
+		if tl.TH.Matrix.IsExpert() {
+			b[off+12] = 0xEE // quant_group: every expert tile is now malformed
+		}
+	}
+	os.WriteFile(moe, b, 0o644)
+	if f, err := cflowfmt.Open(moe); err != nil {
+		t.Fatalf("Open should not parse experts (they are read lazily): %v", err)
+	} else {
+		f.Close()
+	}
+	if code := runApp("run", moe, "--prompt-ids", "1", "--max-tokens", "2", "--temperature", "0"); code != exitUsage {
+		t.Errorf("run with a corrupt expert: exit %d, want %d", code, exitUsage)
+	}
+	if code := runApp("export", "gguf", moe, "-o", filepath.Join(dir, "x.gguf")); code != exitUsage {
+		t.Errorf("export with a corrupt expert: exit %d, want %d", code, exitUsage)
+	}
+
+	model := smallModel(t, dir)
+	trace := filepath.Join(dir, "t.json")
+	if code := runApp("run", model, "--prompt-ids", "1", "--max-tokens", "2", "--temperature", "0", "--trace-out", trace); code != 0 {
+		t.Fatalf("run: exit %d", code)
+	}
+	var tr map[string]any
+	tb, _ := os.ReadFile(trace)
+	json.Unmarshal(tb, &tr)
+	steps := tr["steps"].([]any)
+	f, _ := cflowfmt.Open(model)
+	ctx := int(f.Header.MaxSeqLen)
+	f.Close()
+	for len(steps) <= ctx {
+		steps = append(steps, steps[len(steps)-1])
+	}
+	tr["steps"] = steps
+	tb, _ = json.Marshal(tr)
+	os.WriteFile(trace, tb, 0o644)
+	if code := runApp("verify", model, "--trace", trace); code != exitUsage {
+		t.Errorf("verify of a trace longer than the context: exit %d, want %d", code, exitUsage)
+	}
+	if code := runApp("bench", model, "--tokens", fmt.Sprint(ctx+1), "--runs", "1"); code != exitUsage {
+		t.Errorf("bench --tokens past the context: exit %d, want %d", code, exitUsage)
+	}
+	var stderr bytes.Buffer
+	if code := runMain([]string{"cflowc", "bogus"}, &stderr); code != exitUsage || !strings.Contains(stderr.String(), `unknown command "bogus"`) {
+		t.Errorf("unknown command: exit %d, %q", code, stderr.String())
+	}
+}
+
+// TestUsageErrorsOneLine: an unknown flag prints one line naming the
+// command and a hint, not the help page (newcomer finding).
+func TestUsageErrorsOneLine(t *testing.T) {
+	for _, args := range [][]string{{"run", "--bogus", "x"}, {"dev", "synth", "--bogus"}, {"--bogus"}} {
+		var stderr bytes.Buffer
+		code := runMain(append([]string{"cflowc"}, args...), &stderr)
+		out := stderr.String()
+		if code != exitUsage || strings.Count(out, "\n") != 1 || !strings.Contains(out, "--help") || strings.Contains(out, "USAGE") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, out)
+		}
+	}
+}
+
+// TestUnboundedArgumentsRefused (item 8): endless or absurd arguments fail
+// at once with an error naming the flag, exit 2.
+func TestUnboundedArgumentsRefused(t *testing.T) {
+	model := smallModel(t, t.TempDir())
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"verify", model, "--trace", "/dev/zero"}, "larger than"},
+		{[]string{"tokenize", model, "--text", "/dev/zero", "--json"}, "larger than"},
+		{[]string{"ppl", model, "--text", "/dev/zero"}, "larger than"},
+		{[]string{"bench", model, "--probe-mib", "100000000"}, "--probe-mib 100000000 outside"},
+		{[]string{"run", model, "--prompt-ids", "1", "--threads", "100000"}, "--threads 100000 outside"},
+		{[]string{"run", model, "--prompt-ids", "1", "--threads", "0"}, "--threads 0 outside"},
+		{[]string{"bench", model, "--threads", "0"}, "--threads 0 outside"},
+		{[]string{"verify", model, "--trace", "/dev/null", "--threads", "-1"}, "--threads -1 outside"},
+	} {
+		var stderr bytes.Buffer
+		if code := runMain(append([]string{"cflowc"}, c.args...), &stderr); code != exitUsage || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, stderr.String(), c.want)
+		}
+	}
+}
+
+// TestManAndCompletion: cflowc man prints a roff page naming every
+// command; completion scripts exist for bash and zsh, and the completion
+// protocol lists a command's flags.
+func TestManAndCompletion(t *testing.T) {
+	var out bytes.Buffer
+	app := newApp()
+	app.Writer = &out
+	if err := app.Run([]string{"cflowc", "man"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{".TH cflowc 1", "convert", "inspect", "verify", "completion"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("man page lacks %q", want)
+		}
+	}
+	for _, sh := range []string{"bash", "zsh"} {
+		out.Reset()
+		app = newApp()
+		app.Writer = &out
+		if err := app.Run([]string{"cflowc", "completion", sh}); err != nil || !strings.Contains(out.String(), "--generate-bash-completion") {
+			t.Errorf("completion %s: %v %q", sh, err, out.String())
+		}
+	}
+	out.Reset()
+	app = newApp()
+	app.Writer = &out
+	args := []string{"cflowc", "run", "-", "--generate-bash-completion"}
+	defer func(a []string) { os.Args = a }(os.Args)
+	os.Args = args // urfave/cli reads the word being completed from os.Args
+	if err := app.Run(interspersed(args, app.Commands)); err != nil || !strings.Contains(out.String(), "--prompt-ids") {
+		t.Errorf("flag completion for run: %v %q", err, out.String())
+	}
+}
+
+// TestVerbPrefixOnce: a command's errors carry its own verb once
+// (tokenize on a file without a tokenizer said "tokenize: ppl: …").
+func TestVerbPrefixOnce(t *testing.T) {
+	dir := t.TempDir()
+	model := smallModel(t, dir)
+	text := filepath.Join(dir, "t.txt")
+	os.WriteFile(text, []byte("hello"), 0o644)
+	for _, cmd := range []string{"tokenize", "ppl"} {
+		var stderr bytes.Buffer
+		code := runMain([]string{"cflowc", cmd, model, "--text", text}, &stderr)
+		want := "cflowc: " + cmd + ": the model file has no tokenizer"
+		if code != exitUsage || !strings.HasPrefix(stderr.String(), want) || strings.Contains(stderr.String(), cmd+": ppl:") {
+			t.Errorf("%s: exit %d, stderr %q, want prefix %q", cmd, code, stderr.String(), want)
+		}
 	}
 }

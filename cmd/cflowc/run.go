@@ -30,14 +30,14 @@ func init() {
 			"tokens, stopping at EOS or a --stop string (not printed). Sampling: penalties, temperature\n" +
 			"(0 = greedy), top-k, top-p, min-p, in that order; without --seed a seed is chosen and printed.\n" +
 			"At the end prints prompt and decode tok/s, effective weight GB/s and the kernel on stderr.\n" +
-			"--trace-out writes the run as a reference trace (TRACE.md schema).",
+			"--trace-out writes the run as a reference trace (docs/TRACE.md schema).",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "prompt", Usage: "prompt text (needs a tokenizer in the file)"},
 			&cli.StringFlag{Name: "prompt-ids", Usage: "comma-separated token ids, fed as is"},
 			&cli.IntFlag{Name: "max-tokens", Aliases: []string{"n"}, Value: 128, Usage: "tokens to generate (≥ 1)"},
 			&cli.StringSliceFlag{Name: "stop", Usage: "stop when the generated text contains this string (repeatable; not printed)"},
 			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: goruntime.NumCPU(), Usage: "decode threads"},
-			&cli.StringFlag{Name: "trace-out", Usage: "write a TRACE.md trace of this run to this file"},
+			&cli.StringFlag{Name: "trace-out", Usage: "write a trace (docs/TRACE.md schema) of this run to this file"},
 			&cli.StringFlag{Name: "expert-io", Value: "mmap", Usage: "expert fetch: mmap (page cache), sync (O_DIRECT reads blocking at the routing layer) or direct (O_DIRECT reads overlapped until the injection layer)"},
 		}, samplingFlags()...),
 		Action: runRun,
@@ -145,8 +145,13 @@ func runRun(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit("run: --expert-io: "+err.Error(), exitUsage)
 	}
-	if c.Int("threads") < 1 {
-		return cli.Exit("run: --threads must be ≥ 1", exitUsage)
+	if err := checkThreads("run", c.Int("threads")); err != nil {
+		return err
+	}
+	if c.IsSet("trace-out") {
+		if err := checkOutput("run", "--trace-out", c.String("trace-out"), c.Args().First()); err != nil {
+			return err
+		}
 	}
 	if t := c.Int("threads"); t > goruntime.GOMAXPROCS(0) {
 		goruntime.GOMAXPROCS(t)
@@ -189,7 +194,7 @@ func runRun(c *cli.Context) error {
 	fmt.Fprintln(out)
 	out.Flush()
 	if err != nil {
-		return cli.Exit("run: "+err.Error(), exitError)
+		return lateExit("run", err)
 	}
 	if st.Reason != "max tokens" {
 		fmt.Fprintf(os.Stderr, "stopped: %s\n", st.Reason)

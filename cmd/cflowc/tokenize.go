@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/cflow-dev/cflow/ppl"
@@ -32,7 +31,7 @@ func runTokenize(c *cli.Context) error {
 	if c.String("text") == "" {
 		return cli.Exit("tokenize: --text is required", exitUsage)
 	}
-	text, err := os.ReadFile(c.String("text"))
+	text, err := readArgFile(c.String("text"))
 	if err != nil {
 		return cli.Exit("tokenize: "+err.Error(), exitUsage)
 	}

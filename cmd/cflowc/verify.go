@@ -14,7 +14,7 @@ import (
 func init() {
 	commands = append(commands, &cli.Command{
 		Name:      "verify",
-		Usage:     "replay a reference trace teacher-forced and judge parity (TRACE.md)",
+		Usage:     "replay a reference trace teacher-forced and judge parity (docs/TRACE.md)",
 		ArgsUsage: "FILE --trace TRACE.json",
 		Description: "The rule follows the trace's weights and the file's quant type: f32 vs F32, *_replay vs the\n" +
 			"same quantization, f32 vs Q8_0 / Q4_0. Prints a per-step table and a verdict; exits 1 on\n" +
@@ -34,6 +34,9 @@ func runVerify(c *cli.Context) error {
 	}
 	if c.String("trace") == "" {
 		return cli.Exit("verify: --trace is required", exitUsage)
+	}
+	if err := checkThreads("verify", c.Int("threads")); err != nil {
+		return err
 	}
 	tr, err := verify.Load(c.String("trace"))
 	if err != nil {
@@ -62,7 +65,7 @@ func runVerify(c *cli.Context) error {
 		return cli.Exit("verify: "+err.Error(), exitUsage)
 	}
 	if err != nil {
-		return cli.Exit("verify: "+err.Error(), exitError)
+		return lateExit("verify", err)
 	}
 	if c.Bool("json") {
 		err = rep.WriteJSON(os.Stdout)

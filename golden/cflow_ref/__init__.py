@@ -1,3 +1,3 @@
 """cflow_ref: the PyTorch reference for every architecture in
-../shared/spec/ARCHITECTURES.md, plus the fixture, trace and quantization-replay
+docs/ARCHITECTURES.md, plus the fixture, trace and quantization-replay
 generators that pin the Go runtime (see golden/README.md)."""

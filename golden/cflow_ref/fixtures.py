@@ -71,7 +71,7 @@ SPECS = {
                         eos_token_id=2), "BF16", 110, 0.25),
 }
 
-STORIES_BIN = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "models",
+STORIES_BIN = os.path.join(os.path.dirname(__file__), "..", "..", "models",
                            "stories260K.bin")
 FIXTURES = list(SPECS) + ["stories260k"]
 

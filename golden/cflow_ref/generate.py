@@ -3,7 +3,7 @@
     /usr/bin/python3 -m cflow_ref.generate [--out DIR] [--only NAME ...]
 
 (run from golden/; `make golden` does it and checks determinism). Output is
-a pure function of the code, the seeds and ../shared/models/stories260K.bin.
+a pure function of the code, the seeds and models/stories260K.bin.
 """
 import argparse
 import os

@@ -1,4 +1,4 @@
-"""Teacher-forced greedy traces in the schema of ../shared/spec/TRACE.md."""
+"""Teacher-forced greedy traces in the schema of docs/TRACE.md."""
 import json
 
 import numpy as np

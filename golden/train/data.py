@@ -5,7 +5,7 @@ vocabulary 258 (cflow's tokenizer kind "byte"; config.json carries
 "tokenizer": "byte", "bos_token_id": 256, "eos_token_id": 257).
 
 Split (by bytes, at a paragraph boundary): the training text is
-../shared/data/tinystories_sample.txt up to the first blank line ("\\n\\n")
+data/tinystories_sample.txt up to the first blank line ("\\n\\n")
 at or after 90% of its bytes, blank line included; the test text is the
 rest. Both are plain UTF-8 files, so the Go side reads the same text.
 """
@@ -14,7 +14,7 @@ import os
 import torch
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-DATA = os.path.join(ROOT, "..", "shared", "data", "tinystories_sample.txt")
+DATA = os.path.join(ROOT, "data", "tinystories_sample.txt")
 BOS, EOS, VOCAB = 256, 257, 258
 TRAINED = os.path.join(ROOT, "golden", "trained")
 

@@ -1,7 +1,7 @@
 """Batched, trainable nn.Module versions of the seven architectures trained
 for issue 10 (llama, arch1, arch2_4_combined, arch2_4_sync, arch3, arch4,
 arch5), with exactly the forward semantics of
-../shared/spec/ARCHITECTURES.md (whole sequence, causal).
+docs/ARCHITECTURES.md (whole sequence, causal).
 
 This is the *training* forward: batched [B, T, d], autograd, a scatter MoE.
 The spec-exact reference is golden/cflow_ref (owned by the golden

@@ -195,7 +195,7 @@ def render(go):
       % (s["steps"], s["batch"], s["seq"], tr["tokens_seen"], 100.0 * tr["tokens_seen"] / 615433,
          min(r["p"]["train"]["wall_seconds"] for r in rows) / 60, max(r["p"]["train"]["wall_seconds"] for r in rows) / 60))
     w("## Setup\n")
-    w("- **Data**: `../shared/data/tinystories_sample.txt` (683,757 bytes). It is split by bytes at the first "
+    w("- **Data**: `data/tinystories_sample.txt` (683,757 bytes). It is split by bytes at the first "
       "blank line at or after 90%: train = 615,433 bytes, test = 68,324 bytes "
       "(`golden/train/text/test.txt`, written by `eval.py`).")
     w("- **Tokenizer**: bytes 0–255, BOS = 256, EOS = 257, vocabulary 258 (`\"tokenizer\": \"byte\"` in "
