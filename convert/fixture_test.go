@@ -225,6 +225,9 @@ func (fx *fixture) tensorName(th cflowfmt.TileHeader) string {
 	case cflowfmt.MatAttnNorm:
 		return p + "input_layernorm.weight"
 	case cflowfmt.MatFFNNorm:
+		if fx.arch == "gemma3_text" {
+			return p + "pre_feedforward_layernorm.weight"
+		}
 		return p + "post_attention_layernorm.weight"
 	case cflowfmt.MatMoENorm:
 		return p + "moe_norm.weight"
@@ -243,21 +246,33 @@ func (fx *fixture) tensorName(th cflowfmt.TileHeader) string {
 	case cflowfmt.MatDown:
 		return p + "mlp.down_proj.weight"
 	case cflowfmt.MatRouter:
+		if fx.arch == "qwen3_moe" {
+			return p + "mlp.gate.weight"
+		}
 		if mx {
 			return p + "block_sparse_moe.gate.weight"
 		}
 		return p + "moe.router.weight"
 	case cflowfmt.MatExpertGate:
+		if fx.arch == "qwen3_moe" {
+			return fmt.Sprintf("%smlp.experts.%d.gate_proj.weight", p, e)
+		}
 		if mx {
 			return fmt.Sprintf("%sblock_sparse_moe.experts.%d.w1.weight", p, e)
 		}
 		return fmt.Sprintf("%smoe.experts.%d.gate_proj.weight", p, e)
 	case cflowfmt.MatExpertUp:
+		if fx.arch == "qwen3_moe" {
+			return fmt.Sprintf("%smlp.experts.%d.up_proj.weight", p, e)
+		}
 		if mx {
 			return fmt.Sprintf("%sblock_sparse_moe.experts.%d.w3.weight", p, e)
 		}
 		return fmt.Sprintf("%smoe.experts.%d.up_proj.weight", p, e)
 	case cflowfmt.MatExpertDown:
+		if fx.arch == "qwen3_moe" {
+			return fmt.Sprintf("%smlp.experts.%d.down_proj.weight", p, e)
+		}
 		if mx {
 			return fmt.Sprintf("%sblock_sparse_moe.experts.%d.w2.weight", p, e)
 		}

@@ -10,15 +10,24 @@ mkdir -p "$out"
 go build -o bin/cflowc ./cmd/cflowc
 echo "| model | file | trace | rule | worst norm err | worst logit err | argmax | min top-32 | verdict |"
 echo "|---|---|---|---|--:|--:|--:|--:|---|"
-for dir in golden/fixtures/* golden/trained/*; do
+for dir in golden/fixtures/* golden/families/fixtures/* golden/trained/*; do
   [ -f "$dir/config.json" ] || continue
   name=$(basename "$dir")
   # A model's traces sit beside its kind: golden/traces for the fixtures,
-  # golden/trained/traces for the trained models (both have a "llama").
-  case "$dir" in golden/trained/*) traces=golden/trained/traces; kind=trained ;; *) traces=golden/traces; kind=fixture ;; esac
+  # golden/families/traces for the Hugging Face families, golden/trained/traces
+  # for the trained models (both fixtures and trained have a "llama").
+  case "$dir" in
+    golden/trained/*) traces=golden/trained/traces; kind=trained ;;
+    golden/families/*) traces=golden/families/traces; kind=family ;;
+    *) traces=golden/traces; kind=fixture ;;
+  esac
   for q in f32 q8_0 q4_0; do
     file="$out/${kind}_${name}_${q}.cflow"
-    bin/cflowc convert --quiet --quant "$q" -o "$file" "$dir"
+    if ! err=$(bin/cflowc convert --quiet --quant "$q" -o "$file" "$dir" 2>&1); then
+      # A refused configuration (exit 2, the key named) is a row, not a crash.
+      echo "| $name | $q | — | — | — | — | — | — | refused: ${err##*: } |" | sed 's/ refusing rather than computing something else//'
+      continue
+    fi
     for w in f32 q8_replay q4_replay; do
       tr="$traces/${name}_${w}.json"
       [ -f "$tr" ] || continue
