@@ -74,8 +74,9 @@ func (c *gemma3Config) apply(s *modelSpec, ck *checkpoint) error {
 		return refuse(s, "attention_bias", true, "Gemma 3 has no biases")
 	case c.Bidirectional:
 		return refuse(s, "use_bidirectional_attention", true, "causal decode only")
-	case len(c.RopeParameters) > 0 && string(c.RopeParameters) != "null":
-		return refuse(s, "rope_parameters", string(c.RopeParameters), "read rope_theta, rope_local_base_freq and rope_scaling instead")
+	}
+	if err := c.ropeParameters(s); err != nil {
+		return err
 	}
 	if c.FinalLogitSoftcapping != nil {
 		if !(*c.FinalLogitSoftcapping > 0) {
@@ -193,5 +194,36 @@ func (c *gemma3Config) layerKinds(s *modelSpec) error {
 		s.h.SlidingWindow = 0
 	}
 	s.setLayerKinds(kinds)
+	return nil
+}
+
+// ropeParameters reads the newer per-layer-type form, {"sliding_attention":
+// {...}, "full_attention": {...}}, into the older keys: the sliding
+// layers' rope_theta is rope_local_base_freq and must be unscaled; the full
+// layers' gives rope_theta and rope_scaling.
+func (c *gemma3Config) ropeParameters(s *modelSpec) error {
+	if len(c.RopeParameters) == 0 || string(c.RopeParameters) == "null" {
+		return nil
+	}
+	var byKind map[string]*ropeScalingConfig
+	if err := json.Unmarshal(c.RopeParameters, &byKind); err != nil || byKind["full_attention"] == nil || byKind["sliding_attention"] == nil {
+		return refuse(s, "rope_parameters", string(c.RopeParameters), "want sliding_attention and full_attention objects")
+	}
+	for kind, r := range byKind {
+		switch {
+		case kind != "full_attention" && kind != "sliding_attention":
+			return refuse(s, "rope_parameters."+kind, kind, "want sliding_attention or full_attention")
+		case r.RopeTheta == nil:
+			return refuse(s, "rope_parameters."+kind+".rope_theta", nil, "each layer kind needs its base")
+		}
+	}
+	if k := byKind["sliding_attention"].kind(); k != "default" {
+		return refuse(s, "rope_parameters.sliding_attention.rope_type", k, "sliding layers rotate unscaled")
+	}
+	c.RopeLocalBaseFreq = byKind["sliding_attention"].RopeTheta
+	c.RopeTheta = byKind["full_attention"].RopeTheta
+	full := *byKind["full_attention"]
+	full.RopeTheta = nil
+	c.RopeScaling = &full
 	return nil
 }

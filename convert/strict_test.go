@@ -148,3 +148,75 @@ func TestConfigKeysRefused(t *testing.T) {
 		convertErr(t, g.dir, Options{}, c.wants...)
 	}
 }
+
+// TestRopeParameters: the newer rope_parameters form means what the older
+// keys mean — flat for Llama-style families (its rope_theta wins), per
+// layer kind for Gemma 3 — and an unimplemented type inside it is refused
+// by its full key.
+func TestRopeParameters(t *testing.T) {
+	fx := writeFixture(t, filepath.Join(t.TempDir(), "m"), "llama", "F32")
+	rewriteFixture(t, fx, nil, func(c map[string]any) {
+		c["rope_parameters"] = map[string]any{"rope_type": "llama3", "rope_theta": 500000.0, "factor": 32.0,
+			"low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
+	})
+	f := convertOK(t, fx.dir)
+	if th, k := f.Meta.F32(cflowfmt.KeyRopeTheta, 0), f.Meta.String(cflowfmt.KeyRopeScaling, ""); th != 500000 || k != "llama3" ||
+		f.Meta.U32(cflowfmt.KeyRopeOriginalContext, 0) != 8192 || f.Meta.F32(cflowfmt.KeyRopeScalingFactor, 0) != 32 {
+		t.Fatalf("rope_parameters gave θ %v, scaling %q", th, k)
+	}
+	rewriteFixture(t, fx, nil, func(c map[string]any) {
+		c["rope_parameters"] = map[string]any{"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0}
+	})
+	convertErr(t, fx.dir, Options{}, "rope_parameters.rope_type", "yarn")
+
+	g := writeGemma3(t)
+	rewriteFixture(t, g, nil, func(c map[string]any) {
+		c["rope_parameters"] = map[string]any{
+			"sliding_attention": map[string]any{"rope_type": "default", "rope_theta": 10000.0},
+			"full_attention":    map[string]any{"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0},
+		}
+	})
+	f = convertOK(t, g.dir)
+	if l, gl, k := f.Meta.F32(cflowfmt.KeyRopeTheta, 0), f.Meta.F32(cflowfmt.KeyRopeThetaGlobal, 0), f.Meta.String(cflowfmt.KeyRopeScaling, ""); l != 1e4 || gl != 1e6 || k != "linear" {
+		t.Fatalf("gemma3 rope_parameters: local θ %v, global θ %v, scaling %q", l, gl, k)
+	}
+	rewriteFixture(t, g, nil, func(c map[string]any) {
+		c["rope_parameters"] = map[string]any{
+			"sliding_attention": map[string]any{"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0},
+			"full_attention":    map[string]any{"rope_type": "default", "rope_theta": 1000000.0},
+		}
+	})
+	convertErr(t, g.dir, Options{}, "rope_parameters.sliding_attention.rope_type", "linear")
+}
+
+// writeGemma3 is the llama fixture renamed into a Gemma 3 checkpoint: the
+// four norms, q/k norms, tied embeddings.
+func writeGemma3(t *testing.T) *fixture {
+	fx := writeFixture(t, filepath.Join(t.TempDir(), "g3"), "llama", "F32")
+	truth, shape := map[string][]float32{}, map[string][2]int{}
+	for n, v := range fx.truth {
+		if n == "lm_head.weight" {
+			continue
+		}
+		truth[n], shape[n] = v, fx.shape[n]
+	}
+	for l := 0; l < fxL; l++ {
+		p := "model.layers." + itoa(l) + "."
+		for _, n := range []string{"pre_feedforward_layernorm.weight", "post_feedforward_layernorm.weight"} {
+			truth[p+n], shape[p+n] = make([]float32, fxD), [2]int{1, fxD}
+		}
+		for _, n := range []string{"self_attn.q_norm.weight", "self_attn.k_norm.weight"} {
+			truth[p+n], shape[p+n] = make([]float32, fxHD), [2]int{1, fxHD}
+		}
+	}
+	fx.truth, fx.shape = truth, shape
+	fx.cfg = map[string]any{}
+	for k, v := range archConfig("llama") {
+		fx.cfg[k] = v
+	}
+	fx.cfg["architectures"], fx.cfg["model_type"] = []string{"Gemma3ForCausalLM"}, "gemma3_text"
+	fx.cfg["tie_word_embeddings"], fx.cfg["sliding_window"], fx.cfg["sliding_window_pattern"] = true, 4, 3
+	delete(fx.cfg, "rms_norm_eps")
+	rewriteFixture(t, fx, nil, nil)
+	return fx
+}
