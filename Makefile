@@ -34,7 +34,7 @@ bench:
 # regenerate into a scratch directory and require byte-identical output.
 golden:
 	cd golden && $(PY) -m cflow_ref.generate
-	cd golden && sha256sum fixtures/*/* traces/*.json testdata/*.json > SHA256SUMS
+	cd golden && sha256sum fixtures/*/* traces/*.json families/fixtures/*/* families/traces/*.json gemma4_text/fixtures/*/* gemma4_text/traces/*.json testdata/*.json > SHA256SUMS
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	  (cd golden && $(PY) -m cflow_ref.generate --out "$$tmp" > /dev/null) && \
 	  (cd "$$tmp" && sha256sum --quiet -c "$(CURDIR)/golden/SHA256SUMS") && \

@@ -361,5 +361,10 @@ CLASSES = {cls.name: cls for cls in (Llama, Mixtral, Arch1DecoupledStreams, Arch
 
 
 def build(cfg, tensors):
-    """A model from a ModelConfig and {name: f32 torch tensor}."""
-    return CLASSES[cfg.architecture](cfg, tensors)
+    """A model from a ModelConfig and {name: f32 torch tensor}. The real HF
+    families (llama included) are in families.py, gemma4_text in gemma4_text.py."""
+    from .families import FAMILY_CLASSES
+    from .gemma4_text import Gemma4Text
+    classes = dict(CLASSES, gemma4_text=Gemma4Text)
+    classes.update(FAMILY_CLASSES)
+    return classes[cfg.architecture](cfg, tensors)

@@ -28,23 +28,33 @@ class KVCache:
 
 class Attention:
     def __init__(self, wq, wk, wv, wo, n_heads, n_kv_heads, head_dim, theta, rotary_pairs,
-                 window=0, v_norm=False, eps=1e-6):
+                 window=0, v_norm=False, eps=1e-6, freqs=None, scale=None, biases=None,
+                 q_norm=None, k_norm=None):
+        """freqs overrides (theta, rotary_pairs) with a ready inv_freq table; scale
+        overrides 1/sqrt(head_dim); biases = (bq, bk, bv, bo), any None; q_norm and
+        k_norm are per-head RMSNorm weights [head_dim] applied before RoPE."""
         self.wq, self.wk, self.wv, self.wo = wq, wk, wv, wo   # wv None: v = k before RoPE
+        self.bq, self.bk, self.bv, self.bo = biases or (None, None, None, None)
+        self.q_norm, self.k_norm = q_norm, k_norm
         self.H, self.Hkv, self.hd = n_heads, n_kv_heads, head_dim
-        self.freqs = rope.inv_freq(head_dim, theta, rotary_pairs)
+        self.freqs = rope.inv_freq(head_dim, theta, rotary_pairs) if freqs is None else freqs
         self.window = window
         self.v_norm, self.eps = v_norm, eps
-        self.scale = 1.0 / math.sqrt(head_dim)
+        self.scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
         # query head h reads KV head floor(h·Hkv/H)
         self.kv_of_q = torch.tensor([h * n_kv_heads // n_heads for h in range(n_heads)])
 
     def _project(self, xn, positions):
         T = xn.shape[0]
-        q = F.linear(xn, self.wq).view(T, self.H, self.hd)
-        k = F.linear(xn, self.wk).view(T, self.Hkv, self.hd)
-        v = k.clone() if self.wv is None else F.linear(xn, self.wv).view(T, self.Hkv, self.hd)
+        q = F.linear(xn, self.wq, self.bq).view(T, self.H, self.hd)
+        k = F.linear(xn, self.wk, self.bk).view(T, self.Hkv, self.hd)
+        v = k.clone() if self.wv is None else F.linear(xn, self.wv, self.bv).view(T, self.Hkv, self.hd)
         if self.v_norm:
             v = rms_norm(v, None, self.eps)
+        if self.q_norm is not None:
+            q = rms_norm(q, self.q_norm, self.eps)
+        if self.k_norm is not None:
+            k = rms_norm(k, self.k_norm, self.eps)
         cos, sin = rope.cos_sin(positions, self.freqs)
         return rope.apply(q, cos, sin), rope.apply(k, cos, sin), v
 
@@ -68,10 +78,10 @@ class Attention:
         cache.append(k[0], v[0])
         K, V = cache.tensors()
         o = self._attend(q, K, V, torch.tensor([pos]), torch.arange(pos + 1))
-        return F.linear(o, self.wo)
+        return F.linear(o, self.wo, self.bo)
 
     def sequence(self, xn):
         """Whole sequence xn [T, d] at positions 0..T-1 with a causal mask."""
         pos = torch.arange(xn.shape[0])
         q, k, v = self._project(xn, pos)
-        return F.linear(self._attend(q, k, v, pos, pos), self.wo)
+        return F.linear(self._attend(q, k, v, pos, pos), self.wo, self.bo)

@@ -1,5 +1,6 @@
-"""config.json → ModelConfig: one normalized view of HF Llama/Mixtral and
-pipeline-native configs (keys: ARCHITECTURES.md and docs/DESIGN.md)."""
+"""config.json → ModelConfig: one normalized view of HF configs (llama, mixtral; the
+other real families through hf_config.py) and pipeline-native configs (keys:
+ARCHITECTURES.md and docs/DESIGN.md)."""
 import json
 from dataclasses import dataclass, field
 from typing import List, Optional
@@ -7,7 +8,12 @@ from typing import List, Optional
 ARCHITECTURES = (
     "llama", "mixtral", "arch1_decoupled_streams", "arch2_4_combined", "arch2_4_sync",
     "arch3_pipeline_registers", "arch4_async_experts", "arch5_fixed_point", "gemma4",
+    "mistral", "qwen2", "qwen3", "qwen3_moe", "gemma3_text", "gemma4_text",
 )
+
+# The real Hugging Face families (../shared/spec/HF_FAMILIES.md), beside llama and mixtral.
+HF_FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "gemma3_text", "gemma4_text",
+               "mixtral")
 
 # The combine style each architecture fixes (DESIGN.md "Combine styles").
 COMBINE_STYLE = {
@@ -15,9 +21,15 @@ COMBINE_STYLE = {
     "arch1_decoupled_streams": "DecoupledStreams", "arch3_pipeline_registers": "PipelineRegisters",
     "arch2_4_combined": "DelayedSum", "arch2_4_sync": "DelayedSum",
     "arch4_async_experts": "AsyncExperts", "gemma4": "ParallelSqrt2",
+    "mistral": "PreNorm", "qwen2": "PreNorm", "qwen3": "PreNorm", "qwen3_moe": "PreNorm",
+    "gemma3_text": "PreNorm", "gemma4_text": "PreNorm",
 }
 
-HF_CLASSES = {"LlamaForCausalLM": "llama", "MixtralForCausalLM": "mixtral"}
+HF_CLASSES = {"LlamaForCausalLM": "llama", "MixtralForCausalLM": "mixtral",
+              "MistralForCausalLM": "mistral", "Qwen2ForCausalLM": "qwen2",
+              "Qwen3ForCausalLM": "qwen3", "Qwen3MoeForCausalLM": "qwen3_moe",
+              "Gemma3ForCausalLM": "gemma3_text", "Gemma4ForCausalLM": "gemma4_text",
+              "Gemma4ForConditionalGeneration": "gemma4_text"}
 
 
 @dataclass
@@ -52,6 +64,22 @@ class ModelConfig:
     use_embedding_scale: bool = False
     use_v_norm: bool = False
     final_logit_softcapping: float = 0.0
+    # real HF families (hf_config.py fills these)
+    attention_bias: bool = False        # llama: q, k, v and o biases
+    qkv_bias: bool = False              # qwen2: q, k and v biases (no o bias)
+    mlp_bias: bool = False              # llama: gate, up and down biases
+    qk_norm: bool = False               # qwen3, qwen3_moe, gemma3: per-head q/k RMSNorm before RoPE
+    norm_plus_one: bool = False         # gemma3: every RMSNorm multiplies by (1 + w)
+    sandwich_norms: bool = False        # gemma3: post-attention and pre/post-feedforward norms
+    query_pre_attn_scalar: float = 0.0  # gemma3: attention scale query_pre_attn_scalar^-1/2
+    rope_scaling: Optional[dict] = None  # full/global layers: None, linear or llama3
+    rope_local_base_freq: float = 0.0   # gemma3 sliding layers' θ (no scaling)
+    embed_scale_dtype: str = ""         # gemma3: sqrt(d) rounded to this dtype ("F32"/"F16"/"BF16")
+    moe_router_softmax_all: bool = False  # qwen3_moe: softmax over all E, then top-k
+    norm_topk_prob: bool = True         # qwen3_moe: renormalise the k probabilities
+    moe_layers: Optional[List[int]] = None  # qwen3_moe: which layers are sparse (others dense)
+    num_global_key_value_heads: int = 0  # gemma4_text full layers when attention_k_eq_v
+    rope_parameters: Optional[dict] = None  # gemma4_text: per layer kind
     raw: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -62,6 +90,12 @@ class ModelConfig:
     def is_full(self, layer):
         """Whether layer uses full attention (gemma4 layer_types; all layers otherwise)."""
         return self.layer_types is None or self.layer_types[layer] == "full_attention"
+
+    def is_moe_layer(self, layer):
+        """Whether layer has the MoE block instead of (or, pipeline-native, beside) the dense FFN."""
+        if not self.num_experts:
+            return False
+        return self.moe_layers is None or layer in self.moe_layers
 
     def layer_head_dim(self, layer):
         if self.layer_types is not None and self.is_full(layer) and self.global_head_dim:
@@ -76,10 +110,13 @@ def from_dict(c):
         for a in c.get("architectures", []):
             if a in HF_CLASSES:
                 arch = HF_CLASSES[a]
-    if arch is None and c.get("model_type") in ("llama", "mixtral"):
+    if arch is None and c.get("model_type") in HF_FAMILIES:
         arch = c["model_type"]
     if arch not in ARCHITECTURES:
         raise ValueError("unknown architecture %r" % arch)
+    if arch in HF_FAMILIES and arch != "mixtral":
+        from . import hf_config
+        return hf_config.from_dict(arch, c)
     d, H = c["hidden_size"], c["num_attention_heads"]
     cfg = ModelConfig(
         architecture=arch, hidden_size=d, num_hidden_layers=c["num_hidden_layers"],

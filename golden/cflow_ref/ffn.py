@@ -12,10 +12,13 @@ def activation(name):
 
 
 class FFN:
-    def __init__(self, gate, up, down, act="silu"):
+    def __init__(self, gate, up, down, act="silu", biases=None):
+        """biases = (gate, up, down) bias vectors (llama mlp_bias) or None."""
         self.gate, self.up, self.down = gate, up, down
+        self.bg, self.bu, self.bd = biases or (None, None, None)
         self.act = activation(act)
 
     def __call__(self, h):
         """h [T, d] → [T, d]."""
-        return F.linear(self.act(F.linear(h, self.gate)) * F.linear(h, self.up), self.down)
+        return F.linear(self.act(F.linear(h, self.gate, self.bg)) * F.linear(h, self.up, self.bu),
+                        self.down, self.bd)

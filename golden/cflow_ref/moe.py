@@ -6,14 +6,27 @@ import torch.nn.functional as F
 
 
 class MoE:
-    def __init__(self, router, experts, k):
+    def __init__(self, router, experts, k, softmax_all=False, norm_topk=True):
+        """softmax_all (qwen3_moe): probabilities = softmax over all E logits, the k
+        largest selected, renormalised over the k when norm_topk (otherwise used
+        as they are). Default (Mixtral, pipeline-native): softmax over the k
+        selected logits."""
         self.router = router      # [E, d], never quantized
         self.experts = experts    # list of FFN
         self.k = k
+        self.softmax_all, self.norm_topk = softmax_all, norm_topk
 
     def route(self, h):
         """h [T, d] → (indices [T, k] long, weights [T, k] f32)."""
         r = F.linear(h, self.router)
+        if self.softmax_all:
+            p = torch.softmax(r, dim=-1)
+            _, order = torch.sort(p, dim=-1, descending=True, stable=True)
+            idx = order[:, :self.k]
+            w = torch.gather(p, 1, idx)
+            if self.norm_topk:
+                w = w / w.sum(dim=-1, keepdim=True)
+            return idx, w
         _, order = torch.sort(r, dim=-1, descending=True, stable=True)
         idx = order[:, :self.k]
         w = torch.softmax(torch.gather(r, 1, idx), dim=-1)

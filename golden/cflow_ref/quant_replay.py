@@ -35,7 +35,10 @@ def ungroup(blocks, cols):
 
 
 def replay(w, kind):
-    """Quantize-dequantize a 2-D f32 array as quant.Encode + Tile.Weight would."""
+    """Quantize-dequantize a 2-D f32 array as quant.Encode + Tile.Weight would
+    (an N-D array: each matrix of its last two dimensions, row by row)."""
+    if np.ndim(w) > 2:
+        return replay(np.reshape(w, (-1, np.shape(w)[-1])), kind).reshape(np.shape(w))
     div, off, lo, hi = KINDS[kind]
     blocks = groups_of(w)
     amax = np.max(np.abs(blocks), axis=-1)                     # f32

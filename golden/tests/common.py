@@ -12,11 +12,13 @@ torch.set_num_threads(1)
 
 
 def fixture(name):
-    return os.path.join(GOLDEN, "fixtures", name)
+    from cflow_ref import generate
+    return generate.fixture_dir(GOLDEN, name)
 
 
 def trace_path(name, weights):
-    return os.path.join(GOLDEN, "traces", "%s_%s.json" % (name, weights))
+    from cflow_ref import generate
+    return generate.trace_file(GOLDEN, name, weights)
 
 
 def load_trace(name, weights):

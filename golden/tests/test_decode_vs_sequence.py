@@ -6,7 +6,7 @@ import unittest
 import numpy as np
 
 from common import fixture, load_trace
-from cflow_ref import fixtures, model_io
+from cflow_ref import generate, model_io
 
 
 class DecodeVsSequence(unittest.TestCase):
@@ -27,7 +27,7 @@ class DecodeVsSequence(unittest.TestCase):
             self.assertEqual(len(out.residual_norms[0]), m.cfg.num_passes)
 
     def test_all_fixtures(self):
-        for name in fixtures.FIXTURES:
+        for name in generate.ALL:
             for w in model_io.WEIGHTS:
                 with self.subTest(fixture=name, weights=w):
                     self.check(name, w)

@@ -13,16 +13,20 @@ from cflow_ref import fixtures, generate, model_io, trace
 class Pinned(unittest.TestCase):
     def test_fixtures_and_traces_regenerate_identically(self):
         with tempfile.TemporaryDirectory() as tmp:
-            for name in fixtures.FIXTURES:
-                fixtures.write(name, os.path.join(tmp, "fixtures"))
+            for name in generate.ALL:
+                generate.write_fixture(name, tmp)
                 generate.write_traces(name, tmp)
-                for rel in ["fixtures/%s/config.json" % name, "fixtures/%s/model.safetensors" % name] + \
-                        ["traces/%s_%s.json" % (name, w) for w in model_io.WEIGHTS]:
+                fresh = generate.fixture_dir(tmp, name)
+                self.assertEqual(sorted(os.listdir(fresh)),
+                                 sorted(os.listdir(generate.fixture_dir(GOLDEN, name))), name)
+                rels = [os.path.relpath(os.path.join(fresh, f), tmp) for f in os.listdir(fresh)] + \
+                    [os.path.relpath(generate.trace_file(tmp, name, w), tmp) for w in model_io.WEIGHTS]
+                for rel in rels:
                     with open(os.path.join(tmp, rel), "rb") as a, open(os.path.join(GOLDEN, rel), "rb") as b:
                         self.assertEqual(a.read(), b.read(), rel + " differs from a fresh generation")
 
     def test_trace_schema(self):
-        for name in fixtures.FIXTURES:
+        for name in generate.ALL:
             for w in model_io.WEIGHTS:
                 with self.subTest(name=name, weights=w):
                     t = load_trace(name, w)
