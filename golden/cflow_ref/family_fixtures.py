@@ -109,17 +109,16 @@ SPECS = {
                            router_aux_loss_coef=0.001, tie_word_embeddings=False,
                            hidden_act="silu", rms_norm_eps=1e-6, bos_token_id=1, eos_token_id=2),
                       "F16", 207, 1.0, 0.0, 1),
-    # Qwen3-MoE with dense layers among the sparse ones: decoder_sparse_step 2
-    # (layers 1 and 3) minus mlp_only_layers [3]: layer 1 sparse; 0, 2, 3 dense
-    # MLPs of width 100.
+    # Qwen3-MoE with a dense layer among the sparse ones: mlp_only_layers [1]
+    # (layers 0 and 2 sparse, layer 1 a dense MLP of width 100).
     # The reference computes it; the converter refuses these keys (no published
     # checkpoint uses them) and verify asserts that refusal.
     "qwen3_moe_mixed": (_cfg("Qwen3MoeForCausalLM", "qwen3_moe", "BF16", hidden_size=72,
                              num_attention_heads=4, num_key_value_heads=2, head_dim=16,
                              intermediate_size=100, moe_intermediate_size=40, num_experts=8,
-                             num_experts_per_tok=2, norm_topk_prob=True, decoder_sparse_step=2,
-                             mlp_only_layers=[3], num_hidden_layers=4, vocab_size=300,
-                             max_position_embeddings=512, max_window_layers=4, rope_theta=1000000.0,
+                             num_experts_per_tok=2, norm_topk_prob=True, decoder_sparse_step=1,
+                             mlp_only_layers=[1], num_hidden_layers=3, vocab_size=300,
+                             max_position_embeddings=512, max_window_layers=3, rope_theta=1000000.0,
                              rope_scaling=None, sliding_window=None, use_sliding_window=False,
                              attention_bias=False, output_router_logits=False,
                              router_aux_loss_coef=0.001, tie_word_embeddings=False,

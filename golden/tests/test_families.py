@@ -76,12 +76,16 @@ class Families(unittest.TestCase):
 
     def test_real_tensor_names(self):
         _, t, _ = W.read_checkpoint(fixture("qwen3_moe_mixed"))
-        for n in ("model.layers.1.self_attn.q_norm.weight", "model.layers.1.mlp.gate.weight",
-                  "model.layers.1.mlp.experts.7.down_proj.weight", "model.layers.0.mlp.up_proj.weight",
-                  "model.layers.3.mlp.down_proj.weight", "lm_head.weight"):
+        for n in ("model.layers.0.self_attn.q_norm.weight", "model.layers.2.mlp.gate.weight",
+                  "model.layers.0.mlp.experts.7.down_proj.weight", "model.layers.1.mlp.up_proj.weight",
+                  "lm_head.weight"):
             self.assertIn(n, t)
-        self.assertNotIn("model.layers.3.mlp.gate.weight", t)
-        self.assertNotIn("model.layers.0.mlp.experts.0.up_proj.weight", t)
+        self.assertNotIn("model.layers.1.mlp.gate.weight", t)
+        self.assertNotIn("model.layers.1.mlp.experts.0.up_proj.weight", t)
+        # decoder_sparse_step: layer l sparse when (l + 1) % step == 0 and l ∉ mlp_only_layers
+        c = config.from_dict(cfg_of("qwen3_moe_mixed", decoder_sparse_step=2, mlp_only_layers=[3],
+                                    num_hidden_layers=6))
+        self.assertEqual(c.moe_layers, [1, 5])
         self.assertFalse(W.is_quantized("model.layers.0.mlp.gate.weight", (8, 72)))
         self.assertTrue(W.is_quantized("model.layers.1.mlp.gate_proj.weight", (100, 72)))
         _, t, dt = W.read_checkpoint(fixture("gemma3"))
