@@ -147,7 +147,11 @@ func LazyExperts(path string, data []byte, h *Header, ranges func(l int) []Range
 		if p := c.Load(); p != nil {
 			return *p, nil
 		}
-		ts, err := ParseExpert(data, ranges(layer)[e], h, layer, e)
+		var ts []MappedTile
+		err := guardFault(path, func() (err error) {
+			ts, err = ParseExpert(data, ranges(layer)[e], h, layer, e)
+			return err
+		})
 		if err != nil {
 			if fe, ok := err.(*FormatError); ok {
 				fe.File = path

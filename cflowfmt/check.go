@@ -70,6 +70,10 @@ func (f *File) Check() error {
 // consecutive and a matrix's tiles never span two regions. The .vflow
 // reader passes Loc{layer, stage, -1} for stage tiles.
 func CheckWalk(h *Header, md *Metadata, data []byte, walk func(func(Loc, *MappedTile) error) error) error {
+	return guardFault("", func() error { return checkWalk(h, md, data, walk) })
+}
+
+func checkWalk(h *Header, md *Metadata, data []byte, walk func(func(Loc, *MappedTile) error) error) error {
 	cov := NewCoverage(h, md)
 	sums := NewLayerSums(int(h.NumLayers))
 	var cur Loc

@@ -29,7 +29,11 @@ func OpenMapped[F Image](path string, parse func(data []byte, name string) (F, e
 // by other means). release runs once when the Model is closed; the Model
 // aliases data.
 func ParseImage[F Image](data []byte, name string, parse func(data []byte, name string) (F, error), release func() error) (F, error) {
-	f, err := parse(data, name)
+	var f F
+	err := guardFault(name, func() (err error) {
+		f, err = parse(data, name)
+		return err
+	})
 	if err != nil {
 		if fe, ok := err.(*FormatError); ok {
 			fe.File = name

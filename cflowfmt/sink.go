@@ -8,18 +8,28 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/cflow-dev/cflow/quant"
+	"golang.org/x/sys/unix"
 )
 
-// Sink is the streaming, all-or-nothing output both writers (.cflow and
-// .vflow) use: bytes go through a buffer into a temp file in the target's
-// directory, which is renamed over the target only by Commit. Abort, or any
-// failure, removes the temp file, so a failed conversion leaves nothing.
-// Memory is the buffer, never the model.
+// Sink is the streaming, all-or-nothing output every writer uses (.cflow,
+// .vflow, GGUF, safetensors, traces, profiles): bytes go through a buffer
+// into a temp file in the target's directory, which appears at the target
+// path only at Commit. Abort, or any failure, removes it, so a failed
+// command leaves nothing. Memory is the buffer, never the model.
+//
+// The temp file is unnamed where the kernel allows (O_TMPFILE, linked at
+// Commit), so a process killed by any signal — SIGKILL included — leaves
+// no file behind. Elsewhere it is a named ".<base>.tmp*" file held under an
+// exclusive flock while it is written; CreateSink removes such files whose
+// lock is free (their writer died), so the next run to the same path
+// cleans up after a killed one without touching a live concurrent writer.
 type Sink struct {
 	path string
 	f    *os.File
+	tmp  string // the named temp file; "" while unnamed (O_TMPFILE)
 	w    *bufio.Writer
 	off  int64
 	err  error
@@ -36,17 +46,71 @@ func (s *Sink) Sums() LayerSums { return s.sums }
 
 const sinkBuffer = 1 << 20
 
-// CreateSink opens a temp file next to path ("."+base+".tmp*").
-// A directory at path is refused here, before any byte is written.
+// CreateSink opens the temp file for path in path's directory. A directory
+// at path is refused here, before any byte is written.
 func CreateSink(path string) (*Sink, error) {
+	return createSink(path, true)
+}
+
+func createSink(path string, unnamed bool) (*Sink, error) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		return nil, fmt.Errorf("output %s is an existing directory; give a file path", path)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	dir := filepath.Dir(path)
+	removeStaleTemps(path)
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		unnamed = false // Commit links the unnamed file through /proc
+	}
+	if unnamed {
+		fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o600)
+		if err == nil {
+			f := os.NewFile(uintptr(fd), path)
+			return &Sink{path: path, f: f, w: bufio.NewWriterSize(f, sinkBuffer)}, nil
+		}
+		// EOPNOTSUPP, EISDIR on old kernels, EINVAL: fall back to a name.
+	}
+	f, err := os.CreateTemp(dir, tempPattern(path))
 	if err != nil {
 		return nil, err
 	}
-	return &Sink{path: path, f: f, w: bufio.NewWriterSize(f, sinkBuffer)}, nil
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("locking %s: %w", f.Name(), err)
+	}
+	return &Sink{path: path, f: f, tmp: f.Name(), w: bufio.NewWriterSize(f, sinkBuffer)}, nil
+}
+
+func tempPattern(path string) string { return "." + filepath.Base(path) + ".tmp*" }
+
+// removeStaleTemps deletes named temp files of path whose flock is free:
+// their writer is gone (killed, crashed), since a live writer holds the
+// lock until Commit or Abort.
+func removeStaleTemps(path string) {
+	m, _ := filepath.Glob(filepath.Join(filepath.Dir(path), globEscape(tempPattern(path))))
+	for _, name := range m {
+		f, err := os.OpenFile(name, os.O_RDONLY, 0)
+		if err != nil {
+			continue
+		}
+		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+			os.Remove(name)
+		}
+		f.Close()
+	}
+}
+
+// globEscape quotes the glob metacharacters of a file name, keeping the
+// pattern's final '*'.
+func globEscape(p string) string {
+	var b strings.Builder
+	for i, r := range p {
+		if strings.ContainsRune(`*?[\`, r) && i != len(p)-1 {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // Offset is the file offset of the next byte written.
@@ -124,7 +188,9 @@ func (s *Sink) WriteTile(th *TileHeader, t *quant.Tile) (int64, error) {
 	return at, err
 }
 
-// Commit flushes, fsyncs and renames the temp file to the target path.
+// Commit flushes, fsyncs and puts the file at the target path: an
+// unnamed temp is linked under a fresh temp name and renamed over the
+// target (link cannot replace a file), a named one is renamed.
 func (s *Sink) Commit() error {
 	if s.done {
 		return errors.New("cflowfmt: sink already closed")
@@ -136,6 +202,8 @@ func (s *Sink) Commit() error {
 			s.err = err
 		} else if err := s.f.Sync(); err != nil {
 			s.err = err
+		} else if s.tmp == "" {
+			s.err = s.link()
 		}
 	}
 	if s.err != nil {
@@ -143,20 +211,35 @@ func (s *Sink) Commit() error {
 		return s.err
 	}
 	s.done = true
-	tmp := s.f.Name()
-	if err := s.f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", s.path, err)
+	err := s.f.Close() // releases the flock of a named temp
+	if err == nil {
+		err = os.Rename(s.tmp, s.path)
 	}
-	if err := os.Rename(tmp, s.path); err != nil {
-		os.Remove(tmp)
-		return err
+	if err != nil {
+		os.Remove(s.tmp)
+		return fmt.Errorf("writing %s: %w", s.path, err)
 	}
 	if d, err := os.Open(filepath.Dir(s.path)); err == nil {
 		d.Sync()
 		d.Close()
 	}
 	return nil
+}
+
+// link gives an unnamed temp a name beside the target.
+func (s *Sink) link() error {
+	dir := filepath.Dir(s.path)
+	for i := 0; ; i++ {
+		name := filepath.Join(dir, fmt.Sprintf(".%s.tmp%d-%d", filepath.Base(s.path), os.Getpid(), i))
+		err := unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", s.f.Fd()), unix.AT_FDCWD, name, unix.AT_SYMLINK_FOLLOW)
+		if err == nil {
+			s.tmp = name
+			return nil
+		}
+		if !errors.Is(err, unix.EEXIST) || i > 100 {
+			return fmt.Errorf("writing %s: linking the temp file: %w", s.path, err)
+		}
+	}
 }
 
 // Abort closes and removes the temp file; safe to call more than once and
@@ -170,7 +253,9 @@ func (s *Sink) Abort() {
 		s.err = errors.New("cflowfmt: writer aborted")
 	}
 	s.f.Close()
-	os.Remove(s.f.Name())
+	if s.tmp != "" {
+		os.Remove(s.tmp)
+	}
 }
 
 // NormTiles splits a norm vector into the 1-row F32 tiles the formats store

@@ -129,3 +129,34 @@ func TestCheckMetadataRanges(t *testing.T) {
 		t.Fatalf("2 layers × 2048 iterations (4096 passes) refused: %v", err)
 	}
 }
+
+// TestTruncatedWhileMapped (issue 19 item 6): a file truncated under an
+// open reader makes Check return a FormatError naming the fault instead of
+// the process dying of SIGBUS.
+func TestTruncatedWhileMapped(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.cflow")
+	s := fmttest.Tiny(quant.F32, true, false)
+	s.Header.VocabSize = 2000 // a few pages, so the file is mapped, not read
+	if _, err := fmttest.WriteCflow(path, s, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := cflowfmt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if f.Size < 3*4096 {
+		t.Fatalf("file of %d bytes is too small to be mapped across pages", f.Size)
+	}
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	err = f.Check()
+	mustFormatError(t, err)
+	if err == nil || !strings.Contains(err.Error(), "truncated or replaced while open") {
+		t.Fatalf("want a fault error, got %v", err)
+	}
+	if _, err := f.Model.ExpertTiles(0, 1); err == nil {
+		t.Fatal("lazy expert parse of a truncated mapping succeeded")
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
+	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/convert"
 	"github.com/cflow-dev/cflow/quant"
 )
@@ -42,8 +43,8 @@ func runConvert(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit("convert: "+err.Error(), exitUsage)
 	}
-	if c.IsSet("numa-nodes") && c.Int("numa-nodes") < 1 {
-		return cli.Exit("convert: --numa-nodes must be ≥ 1", exitUsage)
+	if n := c.Int("numa-nodes"); c.IsSet("numa-nodes") && (n < 1 || n > cflowfmt.MaxNUMANodes) {
+		return cli.Exit(fmt.Sprintf("convert: --numa-nodes %d outside 1..%d", n, cflowfmt.MaxNUMANodes), exitUsage)
 	}
 	quiet := c.Bool("quiet")
 	opt := convert.Options{
@@ -54,7 +55,7 @@ func runConvert(c *cli.Context) error {
 		ProgressBar: !quiet && term.IsTerminal(int(os.Stderr.Fd())),
 	}
 	// Ctrl-C cancels the conversion, which then removes its temp file.
-	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer stop()
 	res, err := convert.Convert(ctx, c.Args().First(), c.String("output"), opt)
 	if err != nil {

@@ -323,3 +323,17 @@ func TestVerbPrefixOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestNUMANodesBounded: --numa-nodes 999 (which doubled the file with
+// replicated tiles) is refused, exit 2, no output.
+func TestNUMANodesBounded(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "s.cflow")
+	var stderr bytes.Buffer
+	code := runMain([]string{"cflowc", "convert", "--numa-nodes", "999", "-o", out, storiesBin}, &stderr)
+	if code != exitUsage || !strings.Contains(stderr.String(), "--numa-nodes 999 outside 1..64") {
+		t.Fatalf("exit %d, %q", code, stderr.String())
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatal("output written")
+	}
+}
