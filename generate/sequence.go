@@ -202,3 +202,6 @@ func logprobs(logits []float32, id, n int) (float64, []Logprob) {
 	}
 	return float64(logits[id]) - lse, top
 }
+
+// TopLogprobs is the request's log-probability setting (−1: none).
+func (s *Sequence) TopLogprobs() int { return s.req.TopLogprobs }

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	goruntime "runtime"
+	"strconv"
+	"syscall"
+
+	"github.com/cflow-dev/cflow/serve"
+	"github.com/cflow-dev/cflow/tokenizer"
+	"github.com/urfave/cli/v2"
+)
+
+func init() {
+	commands = append(commands, &cli.Command{
+		Name:      "serve",
+		Usage:     "an OpenAI-compatible HTTP server (chat and text completions, streaming) over one model file",
+		ArgsUsage: "FILE",
+		Description: "Serves POST /v1/chat/completions, POST /v1/completions, GET /v1/models and GET /health.\n" +
+			"Up to --parallel requests decode together (each with its own KV cache of --ctx positions);\n" +
+			"--queue more wait for a slot, beyond that the server answers 429. SIGTERM or SIGINT stops\n" +
+			"accepting, lets in-flight requests finish, then exits 0. Point an OpenAI client at\n" +
+			"http://HOST:PORT/v1 with any API key.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "host", Value: "127.0.0.1", Usage: "address to listen on"},
+			&cli.IntFlag{Name: "port", Value: 8080, Usage: "port to listen on (0: any free port, printed)"},
+			&cli.IntFlag{Name: "parallel", Aliases: []string{"np"}, Value: 4, Usage: "sequences decoded together"},
+			&cli.IntFlag{Name: "ctx", Aliases: []string{"c"}, Usage: "positions per sequence (0: the model's maximum)"},
+			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: goruntime.NumCPU(), Usage: "decode threads"},
+			&cli.IntFlag{Name: "queue", Usage: "requests that may wait for a slot (0: 4 × --parallel)"},
+			&cli.StringFlag{Name: "alias", Usage: "model id clients pass as \"model\" (default: the file's base name)"},
+		},
+		Action: runServe,
+	})
+}
+
+func runServe(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return cli.Exit("serve: give one model FILE", exitUsage)
+	}
+	switch {
+	case c.Int("parallel") < 1:
+		return cli.Exit("serve: --parallel must be ≥ 1", exitUsage)
+	case c.Int("threads") < 1:
+		return cli.Exit("serve: --threads must be ≥ 1", exitUsage)
+	case c.Int("ctx") < 0:
+		return cli.Exit("serve: --ctx must be ≥ 0", exitUsage)
+	case c.Int("queue") < 0:
+		return cli.Exit("serve: --queue must be ≥ 0", exitUsage)
+	case c.Int("port") < 0 || c.Int("port") > 65535:
+		return cli.Exit("serve: --port must be in [0, 65535]", exitUsage)
+	}
+	m, err := openRunModel(c.Args().First())
+	if err != nil {
+		return cli.Exit(err.Error(), exitUsage)
+	}
+	defer m.Close()
+	if max := int(m.Header.MaxSeqLen); c.Int("ctx") > max || c.IsSet("ctx") && c.Int("ctx") < 2 {
+		return cli.Exit(fmt.Sprintf("serve: --ctx %d outside [2, %d] (the model's maximum sequence length)", c.Int("ctx"), max), exitUsage)
+	}
+	tk, err := tokenizer.FromMetadata(m.Meta, int(m.Header.VocabSize))
+	if err != nil && !errors.Is(err, tokenizer.ErrNoTokenizer) {
+		return cli.Exit("serve: "+err.Error(), exitUsage)
+	}
+	if t := c.Int("threads"); t > goruntime.GOMAXPROCS(0) {
+		goruntime.GOMAXPROCS(t)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(c.String("host"), strconv.Itoa(c.Int("port"))))
+	if err != nil {
+		return cli.Exit("serve: "+err.Error(), exitUsage)
+	}
+	s, err := serve.New(serve.Config{Model: m, ModelID: c.String("alias"), Tokenizer: tk, Parallel: c.Int("parallel"),
+		Ctx: c.Int("ctx"), Threads: c.Int("threads"), Queue: c.Int("queue"), Log: os.Stderr})
+	if err != nil {
+		ln.Close()
+		return cli.Exit("serve: "+err.Error(), exitUsage)
+	}
+	defer s.Close()
+	fmt.Fprintf(os.Stderr, "serving %s as %q on http://%s/v1 (%d parallel, chat template: %s); SIGTERM drains and exits\n",
+		m.Path, s.ModelID(), ln.Addr(), c.Int("parallel"), s.TemplateName())
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := s.Serve(ctx, ln); err != nil {
+		return cli.Exit("serve: "+err.Error(), exitError)
+	}
+	fmt.Fprintln(os.Stderr, "serve: drained, exiting")
+	return nil
+}

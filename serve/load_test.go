@@ -1,0 +1,94 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestLoad: 8 concurrent loopback clients × 10 greedy requests each on
+// 4 slots, bounded to a minute: zero errors, and every reply equals the
+// single-client reply for its prompt (batching never changes a result).
+func TestLoad(t *testing.T) {
+	const clients, requests, tokens = 8, 10, 24
+	_, hs := startServer(t, Config{Parallel: 4, Queue: clients}, nil)
+	prompts := []string{"Once upon a time", "The little dog", "Lily and Tom went to the park"}
+	want := map[string]string{}
+	for _, p := range prompts {
+		want[p] = greedyText(t, p, tokens)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, clients*requests)
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range requests {
+				p := prompts[(c+r)%len(prompts)]
+				body := fmt.Sprintf(`{"messages":[{"role":"user","content":%q}],"temperature":0,"max_tokens":%d,"stream":%v}`, p, tokens, r%2 == 0)
+				got, err := ask(ctx, hs.URL+"/v1/chat/completions", body)
+				if err == nil && got != want[p] {
+					err = fmt.Errorf("client %d request %d: %q, alone %q", c, r, got, want[p])
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// ask sends one chat request and returns its content, streamed or not.
+func ask(ctx context.Context, url, body string) (string, error) {
+	req, _ := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return "", fmt.Errorf("status %d", resp.StatusCode)
+	}
+	if resp.Header.Get("Content-Type") != "text/event-stream" {
+		var v struct {
+			Choices []struct{ Message struct{ Content string } }
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || len(v.Choices) != 1 {
+			return "", fmt.Errorf("answer: %v", err)
+		}
+		return v.Choices[0].Message.Content, nil
+	}
+	var b strings.Builder
+	dec := sseDecoder{r: resp.Body}
+	for {
+		data, err := dec.next()
+		if err != nil {
+			return "", err
+		}
+		if data == "[DONE]" {
+			return b.String(), nil
+		}
+		var v struct {
+			Choices []struct{ Delta struct{ Content string } }
+		}
+		if err := json.Unmarshal([]byte(data), &v); err != nil {
+			return "", err
+		}
+		if len(v.Choices) == 1 {
+			b.WriteString(v.Choices[0].Delta.Content)
+		}
+	}
+}

@@ -1,0 +1,214 @@
+// Package serve is cflowc serve: an OpenAI-compatible HTTP server (chat and
+// text completions, streaming or not, models, health) over one model file.
+// One scheduler goroutine owns the engines and advances every active
+// sequence each tick (continuous batching: requests join and leave between
+// ticks); handlers only parse, validate and stream. Decoding is the
+// generate package's, so a greedy reply is exactly `cflowc run`'s.
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/runtime"
+	"github.com/cflow-dev/cflow/tokenizer"
+)
+
+// Config is one server.
+type Config struct {
+	Model *cflowfmt.Model
+	// ModelID is the name /v1/models lists and requests give as "model";
+	// "" is the file's base name without its extension.
+	ModelID string
+	// Tokenizer is the file's; nil serves only completions of token ids.
+	Tokenizer tokenizer.Tokenizer
+	// Template renders chat messages; nil is Plain.
+	Template ChatTemplate
+	// Parallel is how many sequences decode together (≥ 1).
+	Parallel int
+	// Ctx is the positions each sequence may use; 0 is the model's maximum.
+	Ctx int
+	// Threads per engine (≤ 0: every CPU).
+	Threads int
+	// Queue is how many requests may wait for a slot before the server
+	// answers 429; 0 is 4 × Parallel.
+	Queue int
+	// Log receives one line per request; nil discards.
+	Log io.Writer
+}
+
+// Server is a running model: engines, scheduler and HTTP handlers.
+type Server struct {
+	cfg      Config
+	id       string
+	vocab    int
+	ctx      int
+	tmpl     ChatTemplate
+	sched    *scheduler
+	draining atomic.Bool
+	created  int64
+}
+
+// New starts the engines and the scheduler.
+func New(cfg Config) (*Server, error) { return newServer(cfg, nil) }
+
+// newServer is New with a hook that wraps the backend (tests gate it).
+func newServer(cfg Config, wrap func(backend) backend) (*Server, error) {
+	h := &cfg.Model.Header
+	if cfg.Parallel < 1 {
+		return nil, fmt.Errorf("serve: parallel %d, need ≥ 1", cfg.Parallel)
+	}
+	if cfg.Ctx == 0 {
+		cfg.Ctx = int(h.MaxSeqLen)
+	}
+	if cfg.Ctx < 2 || cfg.Ctx > int(h.MaxSeqLen) {
+		return nil, fmt.Errorf("serve: ctx %d outside [2, %d] (the model's maximum sequence length)", cfg.Ctx, h.MaxSeqLen)
+	}
+	if cfg.Queue == 0 {
+		cfg.Queue = 4 * cfg.Parallel
+	}
+	if cfg.Queue < 0 {
+		return nil, fmt.Errorf("serve: queue %d, need ≥ 0", cfg.Queue)
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	s := &Server{cfg: cfg, id: cfg.ModelID, vocab: int(h.VocabSize), ctx: cfg.Ctx, tmpl: cfg.Template, created: time.Now().Unix()}
+	if s.id == "" {
+		base := filepath.Base(cfg.Model.Path)
+		s.id = strings.TrimSuffix(base, filepath.Ext(base))
+	}
+	if s.tmpl == nil && cfg.Tokenizer != nil {
+		s.tmpl = Plain{cfg.Tokenizer}
+	}
+	be, err := newEngines(cfg.Model, cfg.Parallel, runtime.Options{Threads: cfg.Threads})
+	if err != nil {
+		return nil, err
+	}
+	var b backend = be
+	if wrap != nil {
+		b = wrap(be)
+	}
+	s.sched = newScheduler(b, cfg.Parallel, cfg.Queue)
+	return s, nil
+}
+
+// ModelID is the name clients pass as "model".
+func (s *Server) ModelID() string { return s.id }
+
+// TemplateName says which chat template the server renders with.
+func (s *Server) TemplateName() string {
+	if s.tmpl == nil {
+		return "none (the file has no tokenizer: chat is refused)"
+	}
+	return s.tmpl.Name()
+}
+
+// Close stops the scheduler and the engines; requests still waiting fail.
+func (s *Server) Close() {
+	s.draining.Store(true)
+	s.sched.close()
+}
+
+// Serve answers on ln until ctx is done, then drains: it stops accepting,
+// lets every in-flight request finish (streams included), and returns
+// nil. The caller still closes the Server.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.draining.Store(true)
+	if err := hs.Shutdown(context.Background()); err != nil {
+		return err
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Handler routes the API.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	route := func(path, method string, h http.HandlerFunc) {
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != method {
+				w.Header().Set("Allow", method)
+				writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error",
+					Message: fmt.Sprintf("%s %s: use %s", r.Method, path, method)})
+				return
+			}
+			h(w, r)
+		})
+	}
+	route("/health", http.MethodGet, s.health)
+	route("/v1/models", http.MethodGet, s.models)
+	route("/v1/chat/completions", http.MethodPost, s.chat)
+	route("/v1/completions", http.MethodPost, s.completions)
+	mux.HandleFunc("/v1/models/{id}", func(w http.ResponseWriter, r *http.Request) {
+		if r.PathValue("id") != s.id {
+			writeError(w, s.unknownModel(r.PathValue("id")))
+			return
+		}
+		writeJSON(w, http.StatusOK, s.modelCard())
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: strp("not_found"),
+			Message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
+	})
+	return mux
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	status, code := "ok", http.StatusOK
+	if s.draining.Load() {
+		status, code = "shutting down", http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, map[string]any{"status": status, "model": s.id, "slots": s.cfg.Parallel,
+		"slots_busy": s.sched.busy.Load(), "queued": len(s.sched.in), "queue": s.cfg.Queue})
+}
+
+type modelCard struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+func (s *Server) modelCard() modelCard {
+	return modelCard{ID: s.id, Object: "model", Created: s.created, OwnedBy: "cflow"}
+}
+
+func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []modelCard{s.modelCard()}})
+}
+
+func (s *Server) unknownModel(name string) *apiError {
+	return &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Param: strp("model"), Code: strp("model_not_found"),
+		Message: fmt.Sprintf("model %q does not exist; this server serves %q", name, s.id)}
+}
+
+// checkModel accepts the served model's id (or none).
+func (s *Server) checkModel(name string) *apiError {
+	if name != "" && name != s.id {
+		return s.unknownModel(name)
+	}
+	return nil
+}
+
+func randomSeed() uint64 { return rand.Uint64() }
