@@ -111,3 +111,25 @@ func (c cfgMap) strings(key string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// ints reads a list of non-negative integers (nil when absent).
+func (c cfgMap) ints(key string) ([]int, error) {
+	v, ok := c.m[key]
+	if !ok || v == nil {
+		return nil, nil
+	}
+	l, isList := v.([]any)
+	if !isList {
+		return nil, fmt.Errorf("%s: %q is %v, want a list of integers", c.file, key, v)
+	}
+	out := make([]int, len(l))
+	for i, x := range l {
+		n, isNum := x.(json.Number)
+		f, err := n.Float64()
+		if !isNum || err != nil || f < 0 || f != math.Trunc(f) || f > math.MaxInt32 {
+			return nil, fmt.Errorf("%s: %q[%d] is %v, want a non-negative integer", c.file, key, i, x)
+		}
+		out[i] = int(f)
+	}
+	return out, nil
+}

@@ -1,6 +1,8 @@
 package convert
 
 import (
+	"fmt"
+
 	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
@@ -24,10 +26,26 @@ var qwen3MoeNames = hfNames.with(
 
 // qwen3MoeGeometry: the expert width is moe_intermediate_size;
 // intermediate_size is the MLP of mlp_only_layers, which are refused.
+// Dense layers among the MoE ones are refused here, before the weights are
+// looked for, so the message names the key rather than a missing router.
 func qwen3MoeGeometry(cfg cfgMap, g *geom) error {
 	fe, err := cfg.int("moe_intermediate_size", 0)
 	if err != nil {
 		return err
+	}
+	step, err := cfg.int("decoder_sparse_step", 1)
+	if err != nil {
+		return err
+	}
+	only, err := cfg.ints("mlp_only_layers")
+	if err != nil {
+		return err
+	}
+	switch {
+	case step != 1:
+		return fmt.Errorf("%s: decoder_sparse_step = %d is not implemented for qwen3_moe (dense layers among MoE layers; every published Qwen3-MoE has 1); refusing rather than computing something else", cfg.file, step)
+	case len(only) > 0:
+		return fmt.Errorf("%s: mlp_only_layers = %v is not implemented for qwen3_moe (dense layers among MoE layers; every published Qwen3-MoE has []); refusing rather than computing something else", cfg.file, only)
 	}
 	g.Fe, g.ghd, g.window = fe, g.hd, 0
 	return nil

@@ -17,28 +17,23 @@ type Options struct {
 	Name string
 }
 
-// Supported reports why a model cannot be exported (nil when it can): GGUF's
-// llama architecture is the standard pre-norm transformer with SwiGLU and
-// full causal attention, and llama.cpp would silently compute something
-// else for any other combine style or feature.
+// Supported reports why a model cannot be exported (nil when it can): each
+// cflow family maps to llama.cpp's own architecture (arch.go), which is a
+// pre-norm transformer; llama.cpp would silently compute something else for
+// any other combine style, and for any feature its architecture lacks.
 func Supported(m *cflowfmt.Model) error {
 	h := &m.Header
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("gguf: cannot export as llama: "+format, a...)
+	a := archOf(m)
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("gguf: cannot export as %s: "+format, append([]any{a.name}, args...)...)
 	}
 	switch {
-	case !h.CombineStyle.Standard():
-		return bad("combine style %s (only the standard pre-norm residual maps to llama/mixtral)", h.CombineStyle)
+	case h.CombineStyle != cflowfmt.PreNorm:
+		return bad("combine style %s (only PreNorm maps to llama.cpp's architectures)", h.CombineStyle)
 	case m.Meta != nil && m.Meta.U32(cflowfmt.KeyBlockIterations, 1) > 1:
 		return bad("block iterations %d", m.Meta.U32(cflowfmt.KeyBlockIterations, 1))
 	case h.DenseDelay != 0 || h.ExpertDelay != 0:
 		return bad("dense/expert delays %d/%d", h.DenseDelay, h.ExpertDelay)
-	case h.FeatureFlags&^cflowfmt.FlagTiedEmbed != 0:
-		return bad("feature flags %#x (embedding scale, V-norm and GELU have no llama equivalent)", h.FeatureFlags&^cflowfmt.FlagTiedEmbed)
-	case h.SlidingWindow != 0 || h.GlobalHeadDim != 0 && h.GlobalHeadDim != h.HeadDim:
-		return bad("sliding-window or mixed head-dim attention")
-	case h.FinalLogitSoftcap != 0:
-		return bad("final logit soft-cap %g", h.FinalLogitSoftcap)
 	case (h.IntermediateSize > 0) == (h.NumExperts > 0):
 		return bad("need exactly one of a dense FFN (%d) and experts (%d)", h.IntermediateSize, h.NumExperts)
 	case len(m.Layers) != int(h.NumLayers):
@@ -46,7 +41,13 @@ func Supported(m *cflowfmt.Model) error {
 	case h.NumExperts > 0 && m.ExpertTiles == nil:
 		return bad("model has experts but no ExpertTiles reader")
 	}
-	return nil
+	if m.Meta == nil {
+		if h.FeatureFlags&^cflowfmt.FlagTiedEmbed != 0 || h.SlidingWindow != 0 || h.FinalLogitSoftcap != 0 {
+			return bad("features without metadata")
+		}
+		return nil
+	}
+	return checkArch(m, a)
 }
 
 // fileType is general.file_type: llama_ftype of the dominant matrix type.
@@ -62,42 +63,63 @@ func fileType(q quant.Type, forceF32 bool) uint32 {
 	return 0
 }
 
-// metadata builds the llama KV section, the tokenizer included.
+// metadata builds the architecture's KV section, the tokenizer included.
 func metadata(m *cflowfmt.Model, opt Options) kvList {
 	h := &m.Header
 	md := m.Meta
 	if md == nil {
 		md = cflowfmt.NewMetadata()
 	}
+	a := archOf(m)
 	name := opt.Name
 	if name == "" {
 		name = md.String(cflowfmt.KeyName, "cflow-export")
 	}
+	p := a.name + "."
 	var l kvList
-	l.str("general.architecture", "llama")
+	l.str("general.architecture", a.name)
 	l.str("general.name", name)
 	l.u32("general.alignment", Alignment)
 	l.u32("general.file_type", fileType(h.QuantType, opt.F32))
-	l.u32("llama.vocab_size", h.VocabSize)
-	l.u32("llama.context_length", h.MaxSeqLen)
-	l.u32("llama.embedding_length", h.HiddenSize)
-	l.u32("llama.block_count", h.NumLayers)
+	l.u32(p+"vocab_size", h.VocabSize)
+	l.u32(p+"context_length", h.MaxSeqLen)
+	l.u32(p+"embedding_length", h.HiddenSize)
+	l.u32(p+"block_count", h.NumLayers)
 	ffn := h.IntermediateSize
 	if h.NumExperts > 0 {
 		ffn = h.ExpertIntermediateSize
 	}
-	l.u32("llama.feed_forward_length", ffn)
-	l.u32("llama.attention.head_count", uint32(h.NumHeads))
-	l.u32("llama.attention.head_count_kv", uint32(h.NumKVHeads))
-	l.u32("llama.attention.key_length", uint32(h.HeadDim))
-	l.u32("llama.attention.value_length", uint32(h.HeadDim))
-	l.u32("llama.rope.dimension_count", uint32(h.HeadDim))
+	l.u32(p+"feed_forward_length", ffn)
+	l.u32(p+"attention.head_count", uint32(h.NumHeads))
+	l.u32(p+"attention.head_count_kv", uint32(h.NumKVHeads))
+	l.u32(p+"attention.key_length", uint32(h.HeadDim))
+	l.u32(p+"attention.value_length", uint32(h.HeadDim))
+	l.u32(p+"rope.dimension_count", uint32(h.HeadDim))
 	// Defaults are the runtime's, so both engines see the same numbers.
-	l.f32("llama.attention.layer_norm_rms_epsilon", md.F32(cflowfmt.KeyRMSEps, 1e-6))
-	l.f32("llama.rope.freq_base", md.F32(cflowfmt.KeyRopeTheta, 10000))
+	l.f32(p+"attention.layer_norm_rms_epsilon", md.F32(cflowfmt.KeyRMSEps, 1e-6))
+	theta := md.F32(cflowfmt.KeyRopeTheta, 10000)
+	if a.sliding {
+		// rope.theta is the sliding layers' base, rope.theta_global the
+		// full layers'.
+		l.f32(p+"rope.freq_base", md.F32(cflowfmt.KeyRopeThetaGlobal, theta))
+		l.f32(p+"rope.freq_base_swa", theta)
+		period, _ := swaPeriod(md.Bytes(cflowfmt.KeyLayerKinds))
+		l.u32(p+"attention.sliding_window", h.SlidingWindow)
+		l.u32(p+"attention.sliding_window_pattern", uint32(period))
+	} else {
+		l.f32(p+"rope.freq_base", theta)
+	}
+	if md.String(cflowfmt.KeyRopeScaling, "") == "linear" {
+		l.str(p+"rope.scaling.type", "linear")
+		l.f32(p+"rope.scaling.factor", md.F32(cflowfmt.KeyRopeScalingFactor, 1))
+	}
+	if h.FinalLogitSoftcap != 0 {
+		l.f32(p+"final_logit_softcapping", h.FinalLogitSoftcap)
+	}
 	if h.NumExperts > 0 {
-		l.u32("llama.expert_count", uint32(h.NumExperts))
-		l.u32("llama.expert_used_count", uint32(h.TopK))
+		l.u32(p+"expert_count", uint32(h.NumExperts))
+		l.u32(p+"expert_used_count", uint32(h.TopK))
+		l.u32(p+"expert_feed_forward_length", h.ExpertIntermediateSize)
 	}
 	placeholderVocab(&l, int(h.VocabSize), md.U32(cflowfmt.KeyBOS, 1), md.U32(cflowfmt.KeyEOS, 2))
 	return l

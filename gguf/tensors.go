@@ -2,15 +2,18 @@ package gguf
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/quant"
 )
 
-// tensors lists every GGUF tensor of m in llama.cpp's naming, each with a
-// fill function reading the model's tiles.
+// tensors lists every GGUF tensor of m in llama.cpp's naming for its
+// architecture (arch.go), each with a fill function reading the model's
+// tiles or metadata vectors.
 func tensors(m *cflowfmt.Model, opt Options) ([]tensor, error) {
 	h := &m.Header
+	a := archOf(m)
 	d := int(h.HiddenSize)
 	var ts []tensor
 	mat := func(name string, tiles []cflowfmt.MappedTile, id cflowfmt.MatrixID, l int, rowOf func(int) int) {
@@ -20,19 +23,43 @@ func tensors(m *cflowfmt.Model, opt Options) ([]tensor, error) {
 		ts = append(ts, tensor{name: name, dims: []uint64{uint64(cols), uint64(rows)}, typ: typ,
 			fill: func(dst []byte) error { return mx.fill(dst, typ) }})
 	}
-	vec := func(name string, v []float32) {
-		ts = append(ts, tensor{name: name, dims: []uint64{uint64(d)}, typ: GGMLF32,
+	// vecN is a 1-D F32 tensor of n values; with rowOf, value i goes to
+	// element rowOf(i), as a matrix's row i goes to row rowOf(i).
+	vecN := func(name string, v []float32, n int, rowOf func(int) int) {
+		ts = append(ts, tensor{name: name, dims: []uint64{uint64(n)}, typ: GGMLF32,
 			fill: func(dst []byte) error {
-				if len(v) != d {
-					return fmt.Errorf("norm has %d values, want %d", len(v), d)
+				if len(v) != n {
+					return fmt.Errorf("%s has %d values, want %d", name, len(v), n)
+				}
+				if rowOf != nil {
+					p := make([]float32, n)
+					for i, x := range v {
+						p[rowOf(i)] = x
+					}
+					v = p
 				}
 				f32Vector(dst, v)
 				return nil
 			}})
 	}
+	vec := func(name string, v []float32) { vecN(name, v, d, nil) }
+	meta := func(l int, key string) []float32 {
+		if m.Meta == nil {
+			return nil
+		}
+		return m.Meta.F32s(cflowfmt.LayerKey(l, key))
+	}
 	L := int(h.NumLayers)
+	hd := int(h.HeadDim)
+	qDim, kvDim, ff := int(h.NumHeads)*hd, int(h.NumKVHeads)*hd, int(h.IntermediateSize)
 	mat("token_embd.weight", m.Embed, cflowfmt.MatEmbed, L, nil)
-	rope := ropeRow(int(h.HeadDim))
+	var rope func(int) int
+	if !a.neox {
+		rope = ropeRow(hd) // llama.cpp's llama rotates adjacent pairs
+	}
+	if f := ropeFreqFactors(m); f != nil {
+		vecN("rope_freqs.weight", f, len(f), nil)
+	}
 	for l, ly := range m.Layers {
 		p := fmt.Sprintf("blk.%d.", l)
 		vec(p+"attn_norm.weight", ly.AttnNorm)
@@ -40,6 +67,22 @@ func tensors(m *cflowfmt.Model, opt Options) ([]tensor, error) {
 		mat(p+"attn_k.weight", ly.QKV, cflowfmt.MatK, l, rope)
 		mat(p+"attn_v.weight", ly.QKV, cflowfmt.MatV, l, nil)
 		mat(p+"attn_output.weight", ly.O, cflowfmt.MatO, l, nil)
+		for _, b := range []struct {
+			name, key string
+			n         int
+			rowOf     func(int) int
+		}{
+			{"attn_q.bias", cflowfmt.VecQBias, qDim, rope}, {"attn_k.bias", cflowfmt.VecKBias, kvDim, rope},
+			{"attn_v.bias", cflowfmt.VecVBias, kvDim, nil}, {"attn_output.bias", cflowfmt.VecOBias, d, nil},
+			{"ffn_gate.bias", cflowfmt.VecGateBias, ff, nil}, {"ffn_up.bias", cflowfmt.VecUpBias, ff, nil},
+			{"ffn_down.bias", cflowfmt.VecDownBias, d, nil},
+			{"attn_q_norm.weight", cflowfmt.VecQNorm, hd, nil}, {"attn_k_norm.weight", cflowfmt.VecKNorm, hd, nil},
+			{"post_attention_norm.weight", cflowfmt.VecPostAttnNorm, d, nil}, {"post_ffw_norm.weight", cflowfmt.VecPostFFNNorm, d, nil},
+		} {
+			if v := meta(l, b.key); v != nil {
+				vecN(p+b.name, v, b.n, b.rowOf)
+			}
+		}
 		norm := ly.FFNNorm
 		if norm == nil {
 			norm = ly.MoENorm
@@ -64,6 +107,37 @@ func tensors(m *cflowfmt.Model, opt Options) ([]tensor, error) {
 		mat("output.weight", m.LMHead, cflowfmt.MatLMHead, L, nil)
 	}
 	return ts, nil
+}
+
+// ropeFreqFactors is llama.cpp's rope_freqs.weight for llama3 scaling: per
+// rotated pair, the base frequency over the scaled one (llama.cpp divides
+// each angle by it), as convert_hf_to_gguf.py writes for Llama 3.x. nil
+// without llama3 scaling.
+func ropeFreqFactors(m *cflowfmt.Model) []float32 {
+	md := m.Meta
+	if md == nil || md.String(cflowfmt.KeyRopeScaling, "") != "llama3" {
+		return nil
+	}
+	hd := int(m.Header.HeadDim)
+	theta := float64(md.F32(cflowfmt.KeyRopeTheta, 10000))
+	fac := float64(md.F32(cflowfmt.KeyRopeScalingFactor, 1))
+	lo, hi := float64(md.F32(cflowfmt.KeyRopeLowFreqFactor, 1)), float64(md.F32(cflowfmt.KeyRopeHighFreqFactor, 4))
+	orig := float64(md.U32(cflowfmt.KeyRopeOriginalContext, 8192))
+	out := make([]float32, hd/2)
+	for i := range out {
+		f := 1 / math.Pow(theta, float64(2*i)/float64(hd))
+		wave := 2 * math.Pi / f
+		switch {
+		case wave < orig/hi:
+			out[i] = 1
+		case wave > orig/lo:
+			out[i] = float32(fac)
+		default:
+			s := (orig/wave - lo) / (hi - lo)
+			out[i] = float32(1 / ((1-s)/fac + s))
+		}
+	}
+	return out
 }
 
 // experts is one 3-D expert tensor (ggml dims {cols, rows, experts}): each

@@ -49,6 +49,9 @@ func runExportGGUF(c *cli.Context) error {
 	if err := gguf.Supported(m); err != nil {
 		return cli.Exit(err.Error(), exitUsage)
 	}
+	for _, n := range gguf.Notes(m) {
+		fmt.Fprintln(os.Stderr, "note:", n)
+	}
 	opt := gguf.Options{F32: c.Bool("f32"), Name: c.String("name")}
 	if !opt.F32 {
 		for _, note := range paddedNotes(gguf.Padded(m)) {

@@ -1,0 +1,160 @@
+package gguf_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestLlamaCppFamilies extends the llama.cpp cross-check to every Hugging
+// Face family fixture (golden/families/fixtures): convert as F32, export
+// under llama.cpp's architecture (llama with rope scaling and biases,
+// qwen2, qwen3, qwen3moe, gemma3), and compare llama.cpp's greedy ids from
+// BOS with cflowc run --temperature 0. Where llama.cpp departs from
+// transformers on purpose (../shared/spec/HF_FAMILIES.md), the comparison
+// allows for it: Mistral is compared within its window (llama.cpp's llama
+// graph has none); Gemma 3 is compared on a copy of the fixture whose
+// config states what llama.cpp computes (query_pre_attn_scalar = head_dim,
+// the embedding scale unrounded: torch_dtype float32), same weights.
+func TestLlamaCppFamilies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds cflowc and runs llama.cpp")
+	}
+	simple := llamaSimple(t)
+	root := repoRoot(t)
+	dirs, _ := filepath.Glob(filepath.Join(root, "golden", "families", "fixtures", "*", "config.json"))
+	if len(dirs) == 0 {
+		t.Skip("no golden/families fixtures")
+	}
+	cflowc := buildCflowc(t)
+	for _, c := range dirs {
+		dir := filepath.Dir(c)
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			cfg := readConfig(t, dir)
+			n := 10
+			switch mt, _ := cfg["model_type"].(string); mt {
+			case "mistral":
+				if w, ok := cfg["sliding_window"].(float64); ok {
+					n = min(n, int(w))
+				}
+			case "gemma3_text":
+				if lt, ok := cfg["layer_types"]; ok && lt != nil {
+					t.Skip("layer_types that follow no sliding_window_pattern: export refuses it (tested in TestExportRefusals)")
+				}
+				dir = llamaCppView(t, dir, cfg)
+			case "qwen3_moe":
+				t.Skip("dense layers among MoE layers: the converter refuses this fixture (verify.TestFamilyTraces)")
+			}
+			bos, eos := tokenID(cfg, "bos_token_id", 1), tokenID(cfg, "eos_token_id", 2)
+			tmp := t.TempDir()
+			cf, gg := filepath.Join(tmp, "m.cflow"), filepath.Join(tmp, "m.gguf")
+			run(t, cflowc, "convert", "-q", "--quant", "f32", "-o", cf, dir)
+			run(t, cflowc, "export", "gguf", "-o", gg, cf)
+			out := run(t, cflowc, "run", "--temperature", "0", "--prompt-ids", strconv.Itoa(bos), "-n", strconv.Itoa(n), "--threads", "1", cf)
+			var want []int
+			for _, f := range strings.Fields(out) {
+				if v, err := strconv.Atoi(f); err == nil {
+					want = append(want, v)
+				}
+			}
+			got := placeholderIDs(t, run(t, simple, "-m", gg, "-n", strconv.Itoa(n), ""), bos, eos)
+			if len(got) == 0 || got[0] != bos {
+				t.Fatalf("llama-simple output %v does not start with BOS %d", got, bos)
+			}
+			got = got[1:]
+			if len(want) == 0 {
+				t.Fatalf("cflowc run printed no ids: %q", out)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("llama.cpp greedy %v, cflow %v", got, want)
+			}
+		})
+	}
+}
+
+func readConfig(t *testing.T, dir string) map[string]any {
+	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func tokenID(cfg map[string]any, key string, def int) int {
+	switch v := cfg[key].(type) {
+	case float64:
+		return int(v)
+	case []any:
+		if f, ok := v[0].(float64); ok {
+			return int(f)
+		}
+	}
+	return def
+}
+
+// llamaCppView copies a Gemma 3 fixture with the two config values llama.cpp
+// fixes its own way set to llama.cpp's: the attention scale from head_dim
+// and the embedding scale √d in f32.
+func llamaCppView(t *testing.T, dir string, cfg map[string]any) string {
+	out := filepath.Join(t.TempDir(), filepath.Base(dir))
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if e.Name() == "config.json" {
+			continue
+		}
+		if err := os.Symlink(filepath.Join(dir, e.Name()), filepath.Join(out, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := map[string]any{}
+	for k, v := range cfg {
+		c[k] = v
+	}
+	hd, _ := cfg["head_dim"].(float64)
+	if hd == 0 {
+		hd = cfg["hidden_size"].(float64) / cfg["num_attention_heads"].(float64)
+	}
+	c["query_pre_attn_scalar"], c["torch_dtype"] = hd, "float32"
+	b, _ := json.Marshal(c)
+	if err := os.WriteFile(filepath.Join(out, "config.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+var placeholderPiece = regexp.MustCompile(`\[(\d+)\]|<unk>|<s>|</s>`)
+
+// placeholderIDs reads ids back from the export's placeholder pieces: "[id]",
+// <unk> = 0, <s> = bos, </s> = eos.
+func placeholderIDs(t *testing.T, s string, bos, eos int) []int {
+	var out []int
+	for _, m := range placeholderPiece.FindAllStringSubmatch(s, -1) {
+		switch m[0] {
+		case "<unk>":
+			out = append(out, 0)
+		case "<s>":
+			out = append(out, bos)
+		case "</s>":
+			out = append(out, eos)
+		default:
+			n, err := strconv.Atoi(m[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, n)
+		}
+	}
+	return out
+}
