@@ -7,20 +7,26 @@ import (
 	"github.com/cflow-dev/cflow/runtime/plan"
 )
 
-// combiner is one combine style's residual arithmetic: what a pass's
-// attention feeds on, where its dense FFN writes, and how the pass's
-// outputs form x_out. New picks one per engine from the header (newCombiner,
-// the only place the runtime names a style); runPlan calls it in plan order.
-// Each style lives in its own small file (combine_*.go) and touches only
-// the sequence state it is handed, so one engine can step several
-// sequences. The MoE step is the same for every style (experts, below): it
-// asks cflowfmt.CombineStyle what the router reads and where the output goes.
+// combiner is one combine style's residual arithmetic for one sequence.
+// The heavy streams — attention, dense FFN, router and experts — are the
+// engine's, and read the residual the style's facts name
+// (cflowfmt.CombineStyle.AttentionReads, FFNReads, RouterReads); a combiner
+// says only what happens around them, in plain vector arithmetic on the
+// sequence state it is handed. So runPlan (step.go) is one loop for every
+// style, and a batched caller can run each heavy stream over many columns
+// and call the combiner per column. New picks one per engine (newCombiner,
+// the only place the runtime names a style); each lives in its own small
+// file, combine_*.go.
 type combiner interface {
-	// attend runs pass's attention (after anything the style injects
-	// before it).
-	attend(e *Engine, s *seq, pass int, lp *layerPlan)
-	// dense runs the dense FFN step st.
-	dense(e *Engine, s *seq, st plan.Step, lp *layerPlan)
+	// preAttention runs before pass's attention reads its input
+	// (AsyncExperts adds the experts targeted at the pass to x_in).
+	preAttention(e *Engine, s *seq, pass int)
+	// postAttention folds the attention output s.m into the residual
+	// where the style does so at once (x_mid = x_in + m).
+	postAttention(s *seq)
+	// denseOut is the buffer dense step st writes: s.f, added by this
+	// pass's combine, or a delayed slot.
+	denseOut(s *seq, st plan.Step) []float32
 	// combine forms x_out(pass) from the pass's outputs and returns the
 	// vector whose ‖·‖₂ the trace records for the pass.
 	combine(e *Engine, s *seq, pass int) []float32
@@ -47,37 +53,34 @@ func newCombiner(h *cflowfmt.Header, md *cflowfmt.Metadata) (combiner, error) {
 	return nil, fmt.Errorf("runtime: combine style %s is not implemented", h.CombineStyle)
 }
 
-// attendOn runs pass's attention on the residual the style's attention
-// reads, into s.m.
-func (e *Engine) attendOn(s *seq, pass int, lp *layerPlan) {
-	e.attention(s, pass, lp, s.residual(e.h.CombineStyle.AttentionReads()), s.m)
+// basicStyle is what most styles share: nothing before attention, the
+// dense FFN's output in s.f for this pass's combine, and the final residual
+// left in s.x by the last combine.
+type basicStyle struct{}
+
+func (basicStyle) preAttention(*Engine, *seq, int) {}
+
+func (basicStyle) denseOut(s *seq, _ plan.Step) []float32 {
+	s.hasF = true
+	return s.f
 }
 
-// midAttention is the attention of the styles that form
-// x_mid = x_in + Attn(Na(x_in)).
-type midAttention struct{}
+func (basicStyle) finish(*Engine, *seq) {}
 
-func (midAttention) attend(e *Engine, s *seq, pass int, lp *layerPlan) {
-	e.attendOn(s, pass, lp)
+// withMid is the post-attention step of the styles that form
+// x_mid = x_in + Attn(Na(x_in)).
+type withMid struct{}
+
+func (withMid) postAttention(s *seq) {
 	for i := range s.xmid {
 		s.xmid[i] = s.x[i] + s.m[i]
 	}
 }
 
-// ffnNow is the dense FFN of the styles whose FFN reads a value of its own
-// pass: FFN(Nf(·)) into s.f, which the pass's combine adds.
-type ffnNow struct{}
+// noMid is that of the styles that keep s.m for their combine.
+type noMid struct{}
 
-func (ffnNow) dense(e *Engine, s *seq, _ plan.Step, lp *layerPlan) {
-	e.ffn(lp, e.ffnInput(s, lp), s.f)
-	s.hasF = true
-}
-
-// doneAtLastPass is the finish of styles whose last combine leaves the final
-// residual in s.x.
-type doneAtLastPass struct{}
-
-func (doneAtLastPass) finish(*Engine, *seq) {}
+func (noMid) postAttention(*seq) {}
 
 // ffnInput is the normalized input the dense FFN and MoE of this pass
 // share, Nf of the residual the style's FFN reads, computed once per pass.

@@ -7,13 +7,11 @@ import "math"
 // ℓ+δe ≥ L); one pre-norm of x_in feeds the FFN and the router, and
 // x_out = x_in + m + f.
 type asyncExperts struct {
-	ffnNow
+	basicStyle
+	noMid
 }
 
-func (asyncExperts) attend(e *Engine, s *seq, pass int, lp *layerPlan) {
-	e.inject(s, pass)
-	e.attendOn(s, pass, lp)
-}
+func (asyncExperts) preAttention(e *Engine, s *seq, pass int) { e.inject(s, pass) }
 
 func (asyncExperts) combine(e *Engine, s *seq, pass int) []float32 {
 	addTo(s.x, s.m)

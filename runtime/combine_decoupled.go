@@ -11,7 +11,8 @@ import (
 // output; after every merge-th layer both become their average, which is
 // also the recorded and the final residual.
 type decoupledStreams struct {
-	ffnNow
+	basicStyle
+	noMid
 	merge int // arch.merge_interval
 }
 
@@ -22,8 +23,6 @@ func newDecoupledStreams(md *cflowfmt.Metadata) (combiner, error) {
 	}
 	return decoupledStreams{merge: m}, nil
 }
-
-func (decoupledStreams) attend(e *Engine, s *seq, pass int, lp *layerPlan) { e.attendOn(s, pass, lp) }
 
 func (c decoupledStreams) combine(e *Engine, s *seq, pass int) []float32 {
 	addTo(s.sA, s.m)

@@ -1,31 +1,20 @@
 package runtime
 
-import (
-	"github.com/cflow-dev/cflow/cflowfmt"
-	"github.com/cflow-dev/cflow/runtime/plan"
-)
+import "github.com/cflow-dev/cflow/runtime/plan"
 
 // delayedSum is arch2_4's residual: the dense FFN of ℓ reads x_out(ℓ−δd)
-// (its output waits in the ring), the experts read Nr(x_mid) and join
+// and its output waits in a ring slot; the experts read Nr(x_mid) and join
 // x_out of their injection layer:
 // x_out(ℓ) = x_mid + f(ℓ) + Σ queued e(j) with target ℓ.
 type delayedSum struct {
-	midAttention
-	doneAtLastPass
+	basicStyle
+	withMid
 }
 
-// dense computes FFN(Nf(x_out(ℓ−δd))) for layer st.Layer into its ring
-// slot; plan.Build puts it right after layer ℓ−δd, so that layer is
-// combined first. The first δd layers' FFNs read the zero vector.
-func (delayedSum) dense(e *Engine, s *seq, st plan.Step, lp *layerPlan) {
-	slot := s.ring[st.Layer%len(s.ring)]
-	if st.ZeroInput {
-		clear(slot)
-		return
-	}
-	e.closePass(s)
-	rmsNorm(e.bf.hn, s.residual(cflowfmt.ResidualDelayed), lp.ffnNorm, e.eps)
-	e.ffn(lp, e.bf.hn, slot)
+// denseOut is layer st.Layer's ring slot: plan.Build runs that FFN right
+// after layer st.Layer−δd, before st.Layer's own combine reads the slot.
+func (delayedSum) denseOut(s *seq, st plan.Step) []float32 {
+	return s.ring[st.Layer%len(s.ring)]
 }
 
 func (delayedSum) combine(e *Engine, s *seq, pass int) []float32 {

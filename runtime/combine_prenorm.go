@@ -3,9 +3,8 @@ package runtime
 // preNorm is the standard pre-norm residual (llama, Mixtral, arch5):
 // x_out = x_mid + FFN(Nf(x_mid)) [+ MoE(Nf(x_mid))].
 type preNorm struct {
-	midAttention
-	ffnNow
-	doneAtLastPass
+	basicStyle
+	withMid
 }
 
 func (preNorm) combine(e *Engine, s *seq, pass int) []float32 {

@@ -4,11 +4,9 @@ package runtime
 // register, attn_reg(ℓ) = attn_reg(ℓ−1) + Attn(Na(attn_reg(ℓ−1))), while the
 // FFN reads the previous layer's xfm_reg (in x); xfm_reg(ℓ) = attn_reg(ℓ) + f.
 type pipelineRegisters struct {
-	ffnNow
-	doneAtLastPass
+	basicStyle
+	noMid
 }
-
-func (pipelineRegisters) attend(e *Engine, s *seq, pass int, lp *layerPlan) { e.attendOn(s, pass, lp) }
 
 func (pipelineRegisters) combine(e *Engine, s *seq, pass int) []float32 {
 	addTo(s.sA, s.m)

@@ -3,9 +3,8 @@ package runtime
 // parallelSqrt2 is Gemma 4's residual: the dense FFN and the MoE both read
 // h = Nf(x_mid) and join scaled, x_out = x_mid + (FFN(h) + MoE(h))/√2.
 type parallelSqrt2 struct {
-	midAttention
-	ffnNow
-	doneAtLastPass
+	basicStyle
+	withMid
 }
 
 func (parallelSqrt2) combine(e *Engine, s *seq, pass int) []float32 {

@@ -76,10 +76,12 @@ func (e *Engine) embedRow(tok int, x []float32) {
 }
 
 // runPlan executes the plan's steps for one token of s, leaving the final
-// residual (before the final norm) in s.x. The combine style (e.style)
-// supplies each stream's arithmetic; this loop only keeps the plan's order
-// and closes each pass before the next one's attention.
+// residual (before the final norm) in s.x. Every stream reads the residual
+// its combine style names; the style's combiner (e.style) does the
+// arithmetic around the streams; this loop keeps the plan's order and
+// closes each pass before the next one's attention.
 func (e *Engine) runPlan(s *seq) error {
+	style, c := e.h.CombineStyle, e.style
 	e.startToken(s)
 	for _, st := range e.steps {
 		lp := e.layers[st.Layer]
@@ -87,9 +89,19 @@ func (e *Engine) runPlan(s *seq) error {
 		case plan.Attn:
 			e.closePass(s)
 			s.open, s.hasF, s.hasE, s.hasH = st.Pass, false, false, false
-			e.style.attend(e, s, st.Pass, lp)
+			c.preAttention(e, s, st.Pass)
+			e.attention(s, st.Pass, lp, s.residual(style.AttentionReads()), s.m)
+			c.postAttention(s)
 		case plan.Dense:
-			e.style.dense(e, s, st, lp)
+			out := c.denseOut(s, st)
+			if st.ZeroInput {
+				clear(out) // FFN of the zero vector
+				continue
+			}
+			if style.FFNReads() == cflowfmt.ResidualDelayed {
+				e.closePass(s) // the FFN reads x_out of the layer just run
+			}
+			e.ffn(lp, e.ffnInput(s, lp), out)
 		case plan.MoE:
 			if err := e.experts(s, st.Pass, lp); err != nil {
 				return err
@@ -97,7 +109,7 @@ func (e *Engine) runPlan(s *seq) error {
 		}
 	}
 	e.closePass(s)
-	e.style.finish(e, s)
+	c.finish(e, s)
 	return e.stagedErr()
 }
 
