@@ -229,7 +229,11 @@ func (rp *reply) stream(w http.ResponseWriter, r *http.Request, j *job) error {
 		buf = toks
 		for _, t := range toks {
 			chatLP, textLP := rp.add(t, withLP)
-			if len(t.Text) > 0 || chatLP != nil || textLP != nil {
+			// Every token but the last gets its chunk, even when its text is
+			// held back (a possible stop string, a split character) or it
+			// has none (token ids without a tokenizer): the client sees
+			// progress token by token.
+			if t.Finish == "" || len(t.Text) > 0 || chatLP != nil || textLP != nil {
 				if err := send(rp.envelope(rp.sh.chunkObject, []map[string]any{rp.choice(t.Text, chatLP, textLP, "", true, false)})); err != nil {
 					return err
 				}

@@ -39,21 +39,26 @@ func init() {
 	})
 }
 
+// maxParallel bounds --parallel: each slot holds a KV cache of --ctx
+// positions.
+const maxParallel = 256
+
 func runServe(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return cli.Exit("serve: give one model FILE", exitUsage)
 	}
 	switch {
-	case c.Int("parallel") < 1:
-		return cli.Exit("serve: --parallel must be ≥ 1", exitUsage)
-	case c.Int("threads") < 1:
-		return cli.Exit("serve: --threads must be ≥ 1", exitUsage)
+	case c.Int("parallel") < 1 || c.Int("parallel") > maxParallel:
+		return cli.Exit(fmt.Sprintf("serve: --parallel %d outside 1..%d", c.Int("parallel"), maxParallel), exitUsage)
 	case c.Int("ctx") < 0:
 		return cli.Exit("serve: --ctx must be ≥ 0", exitUsage)
-	case c.Int("queue") < 0:
-		return cli.Exit("serve: --queue must be ≥ 0", exitUsage)
+	case c.Int("queue") < 0 || c.Int("queue") > 1<<16:
+		return cli.Exit(fmt.Sprintf("serve: --queue %d outside 0..%d", c.Int("queue"), 1<<16), exitUsage)
 	case c.Int("port") < 0 || c.Int("port") > 65535:
 		return cli.Exit("serve: --port must be in [0, 65535]", exitUsage)
+	}
+	if err := checkThreads("serve", c.Int("threads")); err != nil {
+		return err
 	}
 	m, err := openRunModel(c.Args().First())
 	if err != nil {
