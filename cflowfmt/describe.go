@@ -27,9 +27,11 @@ type HeaderInfo struct {
 	TileCols               uint16   `json:"tile_cols"`
 	SlidingWindow          uint32   `json:"sliding_window"`
 	QuantType              string   `json:"quant_type"`
-	MetadataOffset         uint64   `json:"metadata_offset"`
-	MetadataLength         uint32   `json:"metadata_length"`
-	LayerTableOffset       uint64   `json:"layer_table_offset"`
+	// The three layout fields exist in .cflow headers only; a .vflow's
+	// execution header has none, so they are omitted there (nil).
+	MetadataOffset   *uint64 `json:"metadata_offset,omitempty"`
+	MetadataLength   *uint32 `json:"metadata_length,omitempty"`
+	LayerTableOffset *uint64 `json:"layer_table_offset,omitempty"`
 	DenseDelay             uint8    `json:"dense_delay"`
 	ExpertDelay            uint8    `json:"expert_delay"`
 	CombineStyle           string   `json:"combine_style"`
@@ -49,7 +51,7 @@ func (h *Header) Info() HeaderInfo {
 	return HeaderInfo{h.Version, h.HiddenSize, h.IntermediateSize, h.VocabSize, h.NumLayers,
 		h.MaxSeqLen, h.NumHeads, h.NumKVHeads, h.HeadDim, h.GlobalHeadDim, h.NumExperts, h.TopK,
 		h.ExpertIntermediateSize, h.TileRows, h.TileCols, h.SlidingWindow, h.QuantType.String(),
-		h.MetadataOffset, h.MetadataLength, h.LayerTableOffset, h.DenseDelay, h.ExpertDelay,
+		&h.MetadataOffset, &h.MetadataLength, &h.LayerTableOffset, h.DenseDelay, h.ExpertDelay,
 		h.CombineStyle.String(), h.FeatureFlags, feats, h.FinalLogitSoftcap}
 }
 
@@ -159,6 +161,9 @@ func DescribeMeta(md *Metadata) ([]MetaInfo, json.RawMessage) {
 func DescribeModel(format string, size int64, m *Model, walk func(func(Loc, *MappedTile) error) error) (*Description, error) {
 	h := &m.Header
 	d := &Description{Format: format, Path: m.Path, FileSize: size, Header: h.Info()}
+	if format != "cflow" {
+		d.Header.MetadataOffset, d.Header.MetadataLength, d.Header.LayerTableOffset = nil, nil, nil
+	}
 	d.Metadata, d.ShardPlan = DescribeMeta(m.Meta)
 	for l := range m.Layers {
 		ly := &m.Layers[l]

@@ -1,6 +1,7 @@
 package cflowfmt
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -28,7 +29,20 @@ func (d *Description) WriteText(w io.Writer) {
 		{"feature_flags", fmt.Sprintf("%#x %v", h.FeatureFlags, h.Features)},
 		{"final_logit_softcap", h.FinalLogitSoftcap},
 	} {
-		fmt.Fprintf(tw, "  %s\t%v\n", kv[0], kv[1])
+		v := kv[1]
+		switch p := v.(type) {
+		case *uint64:
+			if p == nil {
+				continue // .cflow-only field
+			}
+			v = *p
+		case *uint32:
+			if p == nil {
+				continue
+			}
+			v = *p
+		}
+		fmt.Fprintf(tw, "  %s\t%v\n", kv[0], v)
 	}
 	fmt.Fprintf(tw, "\nmetadata (%d keys):\n", len(d.Metadata))
 	for _, m := range d.Metadata {
@@ -40,7 +54,7 @@ func (d *Description) WriteText(w io.Writer) {
 	}
 	tw.Flush()
 	if len(d.ShardPlan) > 0 {
-		fmt.Fprintf(w, "\nshard plan (%s):\n  %s\n", KeyNUMAPlan, d.ShardPlan)
+		fmt.Fprintf(w, "\nshard plan (%s): %s\n", KeyNUMAPlan, summarisePlan(d.ShardPlan))
 	}
 	fmt.Fprintln(w, "\nbytes per layer by stream:")
 	fmt.Fprintln(tw, "  layer\tkind\tattn\tdense\tmoe+router\texperts\texpert bytes")
@@ -110,4 +124,37 @@ func ListTiles(walk func(func(Loc, *MappedTile) error) error) ([]TileInfo, error
 		return nil
 	})
 	return out, err
+}
+
+// summarisePlan is the shard plan in one line — nodes, matrices by policy,
+// expert layers split — instead of kilobytes of JSON; inspect --json keeps
+// the whole plan.
+func summarisePlan(raw []byte) string {
+	var p NUMAPlan
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return fmt.Sprintf("%d bytes, unreadable: %v", len(raw), err)
+	}
+	by := map[string]int{}
+	for _, m := range p.Matrices {
+		by[m.Policy]++
+	}
+	var parts []string
+	for _, pol := range []string{PolicyColumn, PolicyRow, PolicyReplicated, PolicyVocab} {
+		if by[pol] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", by[pol], pol))
+			delete(by, pol)
+		}
+	}
+	for pol, n := range by {
+		parts = append(parts, fmt.Sprintf("%d %s", n, pol))
+	}
+	layers := map[int]bool{}
+	for _, e := range p.Experts {
+		layers[e.Layer] = true
+	}
+	s := fmt.Sprintf("%d node(s); %d matrices (%s)", p.Nodes, len(p.Matrices), strings.Join(parts, ", "))
+	if len(layers) > 0 {
+		s += fmt.Sprintf("; experts split in %d layers", len(layers))
+	}
+	return s + " — inspect --json prints the whole plan"
 }

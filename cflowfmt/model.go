@@ -3,8 +3,8 @@ package cflowfmt
 // Range is a byte span of a file: the unit of the layer table, the expert
 // offset table and the group table.
 type Range struct {
-	Offset int64
-	Length int64
+	Offset int64 `json:"offset"`
+	Length int64 `json:"length"`
 }
 
 // End is one past the last byte.

@@ -11,6 +11,9 @@ import (
 	"testing"
 
 	"github.com/x448/float16"
+
+	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/quant"
 )
 
 // encodeOne is value v in dtype dt, as a checkpoint stores it.
@@ -132,4 +135,46 @@ func TestConvertOutputChecksFirst(t *testing.T) {
 	if b, _ := os.ReadFile(in); len(b) != len(raw) {
 		t.Fatal("input changed")
 	}
+}
+
+// TestGeneralNameNotAPath (newcomer finding): general.name is the model's
+// name — the hub id a config names, else the checkpoint's base name — never
+// the relative or absolute path the converter was given.
+func TestGeneralNameNotAPath(t *testing.T) {
+	for _, c := range []struct{ nameOrPath, want string }{
+		{"", "llama"},
+		{"../../ckpt/my-llama", "my-llama"},
+		{"/home/u/models/tiny/", "tiny"},
+		{"meta-llama/Llama-3.2-1B", "meta-llama/Llama-3.2-1B"},
+	} {
+		dir := filepath.Join(t.TempDir(), "llama")
+		writeFixture(t, dir, "llama", "F32")
+		if c.nameOrPath != "" {
+			p := filepath.Join(dir, "config.json")
+			b, _ := os.ReadFile(p)
+			b = []byte(strings.Replace(string(b), "{", `{"_name_or_path": "`+c.nameOrPath+`",`, 1))
+			os.WriteFile(p, b, 0o644)
+		}
+		out := filepath.Join(t.TempDir(), "m.cflow")
+		rel, _ := filepath.Rel(mustWd(t), dir)
+		if _, err := Convert(context.Background(), rel, out, Options{Quant: quant.F32}); err != nil {
+			t.Fatal(err)
+		}
+		f, err := cflowfmt.Open(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.Meta.String(cflowfmt.KeyName, ""); got != c.want {
+			t.Errorf("_name_or_path %q: general.name %q, want %q", c.nameOrPath, got, c.want)
+		}
+		f.Close()
+	}
+}
+
+func mustWd(t *testing.T) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wd
 }

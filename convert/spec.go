@@ -229,9 +229,15 @@ func (s *modelSpec) commonMeta(c *checkpoint) error {
 		h.FeatureFlags |= cflowfmt.FlagTiedEmbed
 	}
 	md.SetString(cflowfmt.KeyArchitecture, p.name)
+	// general.name: the hub id (org/model) when the config names one,
+	// never a filesystem path, which says where the converter ran, not
+	// what the model is.
 	name := cfg.str("_name_or_path")
-	if name == "" {
-		name = filepath.Base(strings.TrimSuffix(c.path, "/"))
+	if name == "" || strings.HasPrefix(name, "/") || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "~") || strings.Count(name, "/") > 1 {
+		if name == "" {
+			name = c.path
+		}
+		name = filepath.Base(strings.TrimRight(filepath.Clean(name), "/"))
 	}
 	md.SetString(cflowfmt.KeyName, name)
 	eps, err := cfg.float("rms_norm_eps", p.defaultEps)

@@ -337,3 +337,64 @@ func TestNUMANodesBounded(t *testing.T) {
 		t.Fatal("output written")
 	}
 }
+
+// TestInspectReadable (newcomer findings): the shard plan is one summary
+// line in text (the JSON keeps it whole), a .vflow does not show the
+// .cflow-only layout fields, and --json keys are all snake_case.
+func TestInspectReadable(t *testing.T) {
+	s := fmttest.Tiny(quant.Q4_0, true, false)
+	s.Meta.SetBytes(cflowfmt.KeyNUMAPlan, []byte(`{"version":1,"nodes":2,"matrices":[{"layer":0,"matrix":"q","slot":0,"policy":"column","shards":[]},{"layer":0,"matrix":"o","slot":0,"policy":"row","shards":[]}],"experts":[{"layer":1,"node":0,"experts":[0,1]}]}`))
+	cp, vp := writeBoth(t, s)
+	var text bytes.Buffer
+	if err := runInspect(&text, cp, false, false, true); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "2 node(s); 2 matrices (1 column, 1 row); experts split in 1 layers") {
+		t.Errorf("no plan summary in:\n%s", text.String())
+	}
+	if !strings.Contains(text.String(), "per-layer weight checksums verified") {
+		t.Errorf("check line does not mention checksums:\n%s", text.String())
+	}
+	text.Reset()
+	if err := runInspect(&text, vp, false, false, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, field := range []string{"metadata_offset", "layer_table_offset"} {
+		if strings.Contains(text.String(), field) {
+			t.Errorf(".vflow text shows the .cflow-only %s", field)
+		}
+	}
+	for _, p := range []string{cp, vp} {
+		var js bytes.Buffer
+		if err := runInspect(&js, p, true, true, true); err != nil {
+			t.Fatal(err)
+		}
+		var v any
+		if err := json.Unmarshal(js.Bytes(), &v); err != nil {
+			t.Fatal(err)
+		}
+		var walk func(any)
+		walk = func(v any) {
+			switch x := v.(type) {
+			case map[string]any:
+				for k, e := range x {
+					if strings.ToLower(k) != k || strings.Contains(k, " ") {
+						t.Errorf("%s: JSON key %q is not snake_case", p, k)
+					}
+					walk(e)
+				}
+			case []any:
+				for _, e := range x {
+					walk(e)
+				}
+			}
+		}
+		walk(v)
+		if hdr := v.(map[string]any)["header"].(map[string]any); (p == vp) == (hdr["layer_table_offset"] != nil) {
+			t.Errorf("%s: layer_table_offset presence wrong: %v", p, hdr["layer_table_offset"])
+		}
+		if plan := v.(map[string]any)["shard_plan"]; plan == nil {
+			t.Errorf("%s: --json lost the shard plan", p)
+		}
+	}
+}
