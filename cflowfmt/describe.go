@@ -10,34 +10,34 @@ import (
 // inspect prints it; the JSON names are the on-disk field names, so a
 // script finds e.g. .header.hidden_size and .header.quant_type.
 type HeaderInfo struct {
-	Version                uint32   `json:"version"`
-	HiddenSize             uint32   `json:"hidden_size"`
-	IntermediateSize       uint32   `json:"intermediate_size"`
-	VocabSize              uint32   `json:"vocab_size"`
-	NumLayers              uint32   `json:"num_layers"`
-	MaxSeqLen              uint32   `json:"max_seq_len"`
-	NumHeads               uint16   `json:"num_heads"`
-	NumKVHeads             uint16   `json:"num_kv_heads"`
-	HeadDim                uint16   `json:"head_dim"`
-	GlobalHeadDim          uint16   `json:"global_head_dim"`
-	NumExperts             uint16   `json:"num_experts"`
-	TopK                   uint16   `json:"top_k"`
-	ExpertIntermediateSize uint32   `json:"expert_intermediate_size"`
-	TileRows               uint16   `json:"tile_rows"`
-	TileCols               uint16   `json:"tile_cols"`
-	SlidingWindow          uint32   `json:"sliding_window"`
-	QuantType              string   `json:"quant_type"`
+	Version                uint32 `json:"version"`
+	HiddenSize             uint32 `json:"hidden_size"`
+	IntermediateSize       uint32 `json:"intermediate_size"`
+	VocabSize              uint32 `json:"vocab_size"`
+	NumLayers              uint32 `json:"num_layers"`
+	MaxSeqLen              uint32 `json:"max_seq_len"`
+	NumHeads               uint16 `json:"num_heads"`
+	NumKVHeads             uint16 `json:"num_kv_heads"`
+	HeadDim                uint16 `json:"head_dim"`
+	GlobalHeadDim          uint16 `json:"global_head_dim"`
+	NumExperts             uint16 `json:"num_experts"`
+	TopK                   uint16 `json:"top_k"`
+	ExpertIntermediateSize uint32 `json:"expert_intermediate_size"`
+	TileRows               uint16 `json:"tile_rows"`
+	TileCols               uint16 `json:"tile_cols"`
+	SlidingWindow          uint32 `json:"sliding_window"`
+	QuantType              string `json:"quant_type"`
 	// The three layout fields exist in .cflow headers only; a .vflow's
 	// execution header has none, so they are omitted there (nil).
-	MetadataOffset   *uint64 `json:"metadata_offset,omitempty"`
-	MetadataLength   *uint32 `json:"metadata_length,omitempty"`
-	LayerTableOffset *uint64 `json:"layer_table_offset,omitempty"`
-	DenseDelay             uint8    `json:"dense_delay"`
-	ExpertDelay            uint8    `json:"expert_delay"`
-	CombineStyle           string   `json:"combine_style"`
-	FeatureFlags           uint8    `json:"feature_flags"`
-	Features               []string `json:"features"`
-	FinalLogitSoftcap      float32  `json:"final_logit_softcap"`
+	MetadataOffset    *uint64  `json:"metadata_offset,omitempty"`
+	MetadataLength    *uint32  `json:"metadata_length,omitempty"`
+	LayerTableOffset  *uint64  `json:"layer_table_offset,omitempty"`
+	DenseDelay        uint8    `json:"dense_delay"`
+	ExpertDelay       uint8    `json:"expert_delay"`
+	CombineStyle      string   `json:"combine_style"`
+	FeatureFlags      uint8    `json:"feature_flags"`
+	Features          []string `json:"features"`
+	FinalLogitSoftcap float32  `json:"final_logit_softcap"`
 }
 
 // Info converts the header for display.
