@@ -195,9 +195,22 @@ SPECS["gemma4_mm"] = (dict(sorted(dict(
         top_k_experts=4, num_global_key_value_heads=1, num_key_value_heads=1,
         num_hidden_layers=3, sliding_window=4).items()))).items())), "F32", 211, 0.25, 0.0, 1)
 
+# Gemma 4 without the MoE block and with attention_k_eq_v false (full layers
+# keep v_proj and num_key_value_heads), global_head_dim 24 = 2·head_dim with
+# proportional RoPE 0.5 (6 of 12 pairs), window 3, soft-cap 30, f16.
+SPECS["gemma4_dense"] = (dict(sorted(dict(
+    _GEMMA4_TEXT, architectures=["Gemma4ForCausalLM"], dtype="float16", attention_k_eq_v=False,
+    enable_moe_block=False, global_head_dim=24, head_dim=12, hidden_size=56, intermediate_size=80,
+    num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=4,
+    layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+    rope_parameters={"full_attention": {"partial_rotary_factor": 0.5, "rope_theta": 1000000.0,
+                                        "rope_type": "proportional"},
+                     "sliding_attention": {"rope_theta": 10000.0, "rope_type": "default"}},
+    sliding_window=3, transformers_version="5.5.0").items())), "F16", 213, 0.25, 0.0, 1)
+
 FIXTURES = list(SPECS)
 # Written to golden/gemma4_text/ instead of golden/families/ (generate.base).
-GEMMA4 = ("gemma4_text", "gemma4_mm")
+GEMMA4 = ("gemma4_text", "gemma4_mm", "gemma4_dense")
 
 
 def random_tensors(cfg_dict, seed, embed_std, bias_std):

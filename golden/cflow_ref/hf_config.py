@@ -26,14 +26,15 @@ def refuse(key, value, why="not implemented"):
     raise ValueError("config key %s = %r: %s" % (key, value, why))
 
 
-def rope_scaling(c):
-    """The normalized rope_scaling dict ({"rope_type": ..., params}) or None."""
-    rs = c.get("rope_scaling")
+def rope_scaling(c, key="rope_scaling"):
+    """The normalized rope_scaling dict ({"rope_type": ..., params}) or None;
+    c[key] is the old-style rope_scaling or a newer rope_parameters entry."""
+    rs = c.get(key)
     if rs is None:
         return None
     t = rs.get("rope_type", rs.get("type"))
     if t not in ROPE_TYPES:
-        refuse("rope_scaling.rope_type", t)
+        refuse(key + ".rope_type", t)
     if t == "default":
         return None
     out = {"rope_type": t, "factor": float(rs["factor"])}
@@ -99,6 +100,12 @@ def from_dict(arch, c):
         cfg.qkv_bias = True
     if arch in ("llama", "mistral", "qwen2", "qwen3", "qwen3_moe"):
         cfg.rope_scaling = rope_scaling(c)
+        if c.get("rope_parameters") is not None:
+            # transformers v5 writes {"rope_type", "rope_theta", scaling params}
+            # here instead of rope_theta + rope_scaling.
+            rp = c["rope_parameters"]
+            cfg.rope_theta = float(rp.get("rope_theta", cfg.rope_theta))
+            cfg.rope_scaling = rope_scaling(c, "rope_parameters")
     if arch == "mistral" and c.get("sliding_window") is not None:
         cfg.sliding_window = int(c["sliding_window"])
     if arch in ("qwen3", "qwen3_moe", "gemma3_text"):
@@ -121,6 +128,18 @@ def from_dict(arch, c):
         cfg.sliding_window = int(c.get("sliding_window", 4096))
         cfg.rope_local_base_freq = float(c.get("rope_local_base_freq", 10000.0))
         cfg.rope_scaling = rope_scaling(c)
+        rp = c.get("rope_parameters")
+        if rp is not None:
+            # transformers v5: {"sliding_attention": {...}, "full_attention": {...}}
+            for kind in ("sliding_attention", "full_attention"):
+                if not isinstance(rp.get(kind), dict) or "rope_theta" not in rp[kind]:
+                    refuse("rope_parameters." + kind, rp.get(kind), "each layer kind needs its rope_theta")
+            if rope_scaling(rp, "sliding_attention") is not None:
+                refuse("rope_parameters.sliding_attention.rope_type",
+                       rp["sliding_attention"].get("rope_type"), "sliding layers rotate unscaled")
+            cfg.rope_local_base_freq = float(rp["sliding_attention"]["rope_theta"])
+            cfg.rope_theta = float(rp["full_attention"]["rope_theta"])
+            cfg.rope_scaling = rope_scaling(rp, "full_attention")
         cfg.final_logit_softcapping = c.get("final_logit_softcapping") or 0.0
         cfg.embed_scale_dtype = embed_dtype(c)
         cfg.global_head_dim = 0
@@ -163,6 +182,8 @@ def gemma4_from_dict(c):
         refuse("use_bidirectional_attention", "all")
     if t.get("attention_bias", False):
         refuse("attention_bias", True)
+    if t.get("per_layer_config"):
+        refuse("per_layer_config", "…", "per-layer head sizes are read from head_dim/global_head_dim only")
     act = t.get("hidden_activation", "gelu_pytorch_tanh")
     if act not in ACTIVATIONS:
         refuse("hidden_activation", act)

@@ -39,6 +39,29 @@ class Families(unittest.TestCase):
                     config.from_dict(c)
                 self.assertIn(key, str(cm.exception))
 
+    def test_rope_parameters_v5_form(self):
+        # transformers v5 writes rope_parameters instead of rope_theta/rope_scaling/
+        # rope_local_base_freq: the same model either way.
+        old = config.from_dict(cfg_of("llama3"))
+        c = cfg_of("llama3", rope_parameters=dict(cfg_of("llama3")["rope_scaling"], rope_theta=10000.0))
+        del c["rope_scaling"], c["rope_theta"]
+        new = config.from_dict(c)
+        self.assertEqual((new.rope_theta, new.rope_scaling), (old.rope_theta, old.rope_scaling))
+        old = config.from_dict(cfg_of("gemma3"))
+        c = cfg_of("gemma3", rope_parameters={
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0}})
+        for k in ("rope_scaling", "rope_theta", "rope_local_base_freq"):
+            del c[k]
+        new = config.from_dict(c)
+        self.assertEqual((new.rope_theta, new.rope_local_base_freq, new.rope_scaling),
+                         (old.rope_theta, old.rope_local_base_freq, old.rope_scaling))
+        c["rope_parameters"]["sliding_attention"] = {"rope_type": "linear", "factor": 2.0,
+                                                     "rope_theta": 10000.0}
+        with self.assertRaises(ValueError) as cm:
+            config.from_dict(c)
+        self.assertIn("rope_parameters.sliding_attention", str(cm.exception))
+
     def test_architectures_names(self):
         want = {"llama3": "llama", "mistral": "mistral", "qwen2": "qwen2", "qwen3": "qwen3",
                 "qwen3_moe": "qwen3_moe", "gemma3": "gemma3_text"}
