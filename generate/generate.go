@@ -85,8 +85,10 @@ type Stats struct {
 	Reason         string
 }
 
-// Run feeds seq's prompt to e (which must be empty) and samples until a
-// stop condition; the last token is reported but not fed.
+// Run feeds seq's prompt to e and samples until a stop condition; the
+// last token is reported but not fed. e is usually empty; a conversation
+// that continues on e (chat turns) passes only the new tokens as the prompt
+// and, as Request.Ctx, only the positions e has left.
 func Run(ctx context.Context, e Engine, seq *Sequence, opt Options) (st Stats, err error) {
 	var each func(int, []float32) error
 	step := e.Step

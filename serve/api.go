@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 
 	"github.com/cflow-dev/cflow/generate"
@@ -70,14 +71,19 @@ const MaxBodyBytes = 8 << 20
 // MaxStops bounds the stop strings of one request.
 const MaxStops = 16
 
-// decodeBody parses one JSON object into v, mapping decoder errors to 400s
-// that say where (offset) or which field.
+// decodeBody parses one JSON object into v (r is limited to MaxBodyBytes
+// by the router), mapping decoder errors to 400s that say where (offset)
+// or which field, and an oversized body to 413.
 func decodeBody(r io.Reader, v any) *apiError {
-	dec := json.NewDecoder(io.LimitReader(r, MaxBodyBytes+1))
+	dec := json.NewDecoder(r)
 	err := dec.Decode(v)
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
+	var me *http.MaxBytesError
 	switch {
+	case errors.As(err, &me):
+		return &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: strp("body_too_large"),
+			Message: fmt.Sprintf("the request body exceeds %d bytes", MaxBodyBytes)}
 	case errors.Is(err, io.EOF):
 		return badRequest("invalid_json", "the request body is empty; send a JSON object")
 	case errors.As(err, &se):
@@ -88,10 +94,11 @@ func decodeBody(r io.Reader, v any) *apiError {
 		return badRequest("invalid_json", "the body must be a JSON object, not %s", te.Value)
 	case err != nil:
 		return badRequest("invalid_json", "malformed JSON: %v", err)
-	case dec.InputOffset() > MaxBodyBytes:
-		return badRequest("invalid_json", "the request body exceeds %d bytes", MaxBodyBytes)
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+	if _, err := dec.Token(); errors.As(err, &me) {
+		return &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: strp("body_too_large"),
+			Message: fmt.Sprintf("the request body exceeds %d bytes", MaxBodyBytes)}
+	} else if !errors.Is(err, io.EOF) {
 		return badRequest("invalid_json", "malformed JSON: data after the request object")
 	}
 	return nil

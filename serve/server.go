@@ -153,6 +153,7 @@ func (s *Server) Handler() http.Handler {
 					Message: fmt.Sprintf("%s %s: use %s", r.Method, path, method)})
 				return
 			}
+			r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 			h(w, r)
 		})
 	}

@@ -281,3 +281,13 @@ func TestDrain(t *testing.T) {
 		t.Fatal("a request after the drain was answered")
 	}
 }
+
+// TestBodyTooLarge: a body past MaxBodyBytes is a 413 in the error shape.
+func TestBodyTooLarge(t *testing.T) {
+	_, hs := startServer(t, Config{Parallel: 1}, nil)
+	big := `{"prompt":"` + strings.Repeat("a", MaxBodyBytes) + `"}`
+	code, v := post(t, hs.URL+"/v1/completions", big)
+	if code != http.StatusRequestEntityTooLarge || v["error"].(map[string]any)["code"] != "body_too_large" {
+		t.Fatalf("%d %v", code, v)
+	}
+}
