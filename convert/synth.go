@@ -31,7 +31,37 @@ type SynthOptions struct {
 	DType    string // F16 (default), BF16 or F32
 	Seed     uint64
 	Shards   int // > 1 writes model-0000i-of-0000n.safetensors and an index
+	// Progress, when set, is called as weight bytes are written with the
+	// bytes done so far and the total (the CLI draws a bar from it).
+	Progress func(done, total int64)
 }
+
+// withProgress makes every tensor's Fill report the bytes it writes.
+func withProgress(ts []STTensor, report func(done, total int64)) {
+	if report == nil {
+		return
+	}
+	var total, done int64
+	for i := range ts {
+		n, _ := ts[i].size()
+		total += n
+	}
+	for i := range ts {
+		fill := ts[i].Fill
+		ts[i].Fill = func(w io.Writer) error {
+			return fill(writerFunc(func(p []byte) (int, error) {
+				n, err := w.Write(p)
+				done += int64(n)
+				report(done, total)
+				return n, err
+			}))
+		}
+	}
+}
+
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // Synthesize writes config.json and seeded random weights for an untied
 // LlamaForCausalLM into dir. Values are uniform-magnitude random numbers
@@ -74,6 +104,7 @@ func Synthesize(dir string, o SynthOptions) error {
 	add("model.norm.weight", true, g.Hidden)
 	add("lm_head.weight", false, g.Vocab, g.Hidden)
 
+	withProgress(ts, o.Progress)
 	torch := map[string]string{"F16": "float16", "BF16": "bfloat16", "F32": "float32"}[dt]
 	cfg := map[string]any{
 		"architectures": []string{"LlamaForCausalLM"}, "model_type": "llama",

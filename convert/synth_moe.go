@@ -101,5 +101,6 @@ func SynthesizeMoE(dir string, g MoEGeometry, o SynthOptions) error {
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), cb, 0o644); err != nil {
 		return err
 	}
+	withProgress(ts, o.Progress)
 	return WriteSafetensors(filepath.Join(dir, "model.safetensors"), ts)
 }

@@ -15,6 +15,9 @@ type Options struct {
 	F32 bool
 	// Name overrides general.name (default: the model's metadata name).
 	Name string
+	// Progress, when set, is called after each tensor with the data bytes
+	// written so far and the total (the CLI draws a bar from it).
+	Progress func(done, total int64)
 }
 
 // Supported reports why a model cannot be exported (nil when it can): each

@@ -34,6 +34,10 @@ func Write(m *cflowfmt.Model, path string, opt Options) (err error) {
 		return err
 	}
 	var buf []byte
+	var total, done int64
+	for i := range ts {
+		total += ts[i].size()
+	}
 	for i := range ts {
 		t := &ts[i]
 		size := t.size()
@@ -50,6 +54,9 @@ func Write(m *cflowfmt.Model, path string, opt Options) (err error) {
 		}
 		if _, err = w.Write(make([]byte, alignUp(size)-size)); err != nil {
 			return err
+		}
+		if done += size; opt.Progress != nil {
+			opt.Progress(done, total)
 		}
 	}
 	return w.Commit()

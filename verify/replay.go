@@ -75,6 +75,12 @@ func EnsureFloatKernel() string { return ensureFloatKernel() }
 // Replay feeds the trace's tokens (never the engine's own choices) from
 // position 0 and judges every step with rule.
 func Replay(e *runtime.Engine, t *Trace, rule Rule) (*Report, error) {
+	return ReplayProgress(e, t, rule, nil)
+}
+
+// ReplayProgress is Replay calling onStep(done, total) after each step, so
+// the CLI can show a bar over a long trace; onStep may be nil.
+func ReplayProgress(e *runtime.Engine, t *Trace, rule Rule, onStep func(done, total int64)) (*Report, error) {
 	h := e.Header()
 	if err := CheckModel(h, e.Passes(), t); err != nil {
 		return nil, err
@@ -87,6 +93,9 @@ func Replay(e *runtime.Engine, t *Trace, rule Rule) (*Report, error) {
 			return nil, fmt.Errorf("step %d: %w", i, err)
 		}
 		rep.Steps = append(rep.Steps, judge(i, rs, e.Observation(), logits, rule))
+		if onStep != nil {
+			onStep(int64(i+1), int64(len(t.Steps)))
+		}
 	}
 	rep.finish(rule)
 	return rep, nil

@@ -2,10 +2,13 @@ package main
 
 import (
 	"fmt"
+	"os"
 	goruntime "runtime"
 	"strings"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
 )
@@ -132,4 +135,33 @@ func checkOutput(cmd, flag, out string, inputs ...string) error {
 		return cli.Exit(fmt.Sprintf("%s: %s: %v", cmd, flag, err), exitUsage)
 	}
 	return nil
+}
+
+// progressBar returns a progress callback drawing the converter's bar
+// (schollz/progressbar, bytes or steps, rate and ETA) on stderr when stderr
+// is a terminal, and nil otherwise (pipes and CI logs stay clean). The bar
+// is created on the first call, when the total is known, and cleared when
+// done reaches it.
+func progressBar(desc string, bytes bool) func(done, total int64) {
+	if !term.IsTerminal(int(os.Stderr.Fd())) {
+		return nil
+	}
+	var bar *progressbar.ProgressBar
+	return func(done, total int64) {
+		if bar == nil {
+			bar = progressbar.NewOptions64(total,
+				progressbar.OptionSetWriter(os.Stderr),
+				progressbar.OptionShowBytes(bytes),
+				progressbar.OptionSetDescription(desc),
+				progressbar.OptionThrottle(100_000_000),
+				progressbar.OptionShowCount(),
+				progressbar.OptionSetPredictTime(true),
+				progressbar.OptionClearOnFinish(),
+			)
+		}
+		bar.Set64(done)
+		if done >= total {
+			bar.Finish()
+		}
+	}
 }

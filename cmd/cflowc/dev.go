@@ -34,7 +34,7 @@ func init() {
 					return cli.Exit(fmt.Sprintf("dev synth: unknown geometry %q (want %s)", c.String("geometry"), strings.Join(convert.GeometryNames(), ", ")), exitUsage)
 				}
 				start := time.Now()
-				err := convert.Synthesize(c.String("output"), convert.SynthOptions{
+				err := convert.Synthesize(c.String("output"), convert.SynthOptions{Progress: progressBar("synthesizing", true),
 					Geometry: g, DType: c.String("dtype"), Seed: c.Uint64("seed"), Shards: c.Int("shards")})
 				if err != nil {
 					return cli.Exit("dev synth: "+err.Error(), exitUsage)

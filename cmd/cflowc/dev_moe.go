@@ -28,7 +28,7 @@ func synthMoECommand() *cli.Command {
 				return cli.Exit(fmt.Sprintf("dev synth-moe: unknown geometry %q (want %s)", c.String("geometry"), strings.Join(convert.MoEGeometryNames(), ", ")), exitUsage)
 			}
 			start := time.Now()
-			if err := convert.SynthesizeMoE(c.String("output"), g, convert.SynthOptions{Seed: c.Uint64("seed")}); err != nil {
+			if err := convert.SynthesizeMoE(c.String("output"), g, convert.SynthOptions{Seed: c.Uint64("seed"), Progress: progressBar("synthesizing", true)}); err != nil {
 				return cli.Exit("dev synth-moe: "+err.Error(), exitUsage)
 			}
 			fmt.Fprintf(os.Stderr, "wrote %s in %.1f s\n", c.String("output"), time.Since(start).Seconds())

@@ -52,7 +52,7 @@ func runExportGGUF(c *cli.Context) error {
 	for _, n := range gguf.Notes(m) {
 		fmt.Fprintln(os.Stderr, "note:", n)
 	}
-	opt := gguf.Options{F32: c.Bool("f32"), Name: c.String("name")}
+	opt := gguf.Options{F32: c.Bool("f32"), Name: c.String("name"), Progress: progressBar("exporting", true)}
 	if !opt.F32 {
 		for _, note := range paddedNotes(gguf.Padded(m)) {
 			fmt.Fprintf(os.Stderr, "note: %s: row length is not a multiple of 32; written as F32 (dequantized)\n", note)

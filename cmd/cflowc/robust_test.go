@@ -12,7 +12,12 @@ import (
 
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/cflowfmt/fmttest"
+	"github.com/cflow-dev/cflow/convert"
+	"github.com/cflow-dev/cflow/gguf"
 	"github.com/cflow-dev/cflow/quant"
+	cfrt "github.com/cflow-dev/cflow/runtime"
+	"github.com/cflow-dev/cflow/verify"
+	"github.com/cflow-dev/cflow/vflowfmt"
 )
 
 // TestCheckRefusesWhatRunRefuses (issue 19 items 1, 3, 4): every crafted
@@ -397,4 +402,73 @@ func TestInspectReadable(t *testing.T) {
 			t.Errorf("%s: --json lost the shard plan", p)
 		}
 	}
+}
+
+// TestProgressCallbacks: export gguf, dev synth and verify report progress
+// (what their bars draw) monotonically up to the total.
+func TestProgressCallbacks(t *testing.T) {
+	dir := t.TempDir()
+	type call struct{ done, total int64 }
+	record := func(calls *[]call) func(done, total int64) {
+		return func(d, n int64) { *calls = append(*calls, call{d, n}) }
+	}
+	check := func(what string, calls []call, total int64) {
+		t.Helper()
+		if len(calls) == 0 {
+			t.Fatalf("%s: no progress reported", what)
+		}
+		for i := 1; i < len(calls); i++ {
+			if calls[i].done < calls[i-1].done {
+				t.Fatalf("%s: progress went back: %v", what, calls)
+			}
+		}
+		if last := calls[len(calls)-1]; last.done != last.total || (total > 0 && last.total != total) {
+			t.Fatalf("%s: last report %+v, want done = total = %d", what, last, total)
+		}
+	}
+	var synth []call
+	g := convert.Geometry{Hidden: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 96, Vocab: 300}
+	if err := convert.Synthesize(filepath.Join(dir, "syn"), convert.SynthOptions{Geometry: g, Seed: 3, Progress: record(&synth)}); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := os.Stat(filepath.Join(dir, "syn", "model.safetensors"))
+	if st == nil || synth[len(synth)-1].total > st.Size() || synth[len(synth)-1].total < st.Size()-4096 {
+		t.Fatalf("synth total %v vs file %v", synth[len(synth)-1], st)
+	}
+	check("dev synth", synth, 0)
+
+	model := filepath.Join(dir, "s.cflow")
+	if code := runApp("convert", "--quiet", "--quant", "f32", "-o", model, storiesBin); code != 0 {
+		t.Fatalf("convert exit %d", code)
+	}
+	m, err := vflowfmt.OpenModel(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	var exp []call
+	if err := gguf.Write(m, filepath.Join(dir, "s.gguf"), gguf.Options{Progress: record(&exp)}); err != nil {
+		t.Fatal(err)
+	}
+	check("export gguf", exp, 0)
+
+	trace := filepath.Join(dir, "t.json")
+	if code := runApp("run", model, "--prompt-ids", "1", "--max-tokens", "3", "--temperature", "0", "--trace-out", trace); code != 0 {
+		t.Fatalf("run exit %d", code)
+	}
+	tr, err := verify.Load(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := cfrt.New(m, cfrt.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	rule, _ := verify.SelectRule(tr.Weights, m.Header.QuantType)
+	var steps []call
+	if _, err := verify.ReplayProgress(e, tr, rule, record(&steps)); err != nil {
+		t.Fatal(err)
+	}
+	check("verify", steps, int64(len(tr.Steps)))
 }

@@ -60,7 +60,7 @@ func runVerify(c *cli.Context) error {
 		return cli.Exit("verify: "+err.Error(), exitUsage)
 	}
 	kernel := verify.EnsureFloatKernel()
-	rep, err := verify.Replay(e, tr, rule)
+	rep, err := verify.ReplayProgress(e, tr, rule, progressBar("replaying", false))
 	if errors.Is(err, verify.ErrMismatch) {
 		return cli.Exit("verify: "+err.Error(), exitUsage)
 	}
