@@ -181,7 +181,8 @@ SPECS["gemma4_text"] = (dict(sorted(dict(
 # The multimodal checkpoint form: Gemma4ForConditionalGeneration, text keys
 # under text_config (no layer_types: the default pattern, last layer forced to
 # full; no rope_parameters: the defaults), tensors under model.language_model.,
-# a vision tower to skip; f32, 16 experts top-4, 3 layers.
+# a vision tower to skip; f32, 16 experts top-4, 3 layers; two shards + index
+# as the published checkpoints come.
 SPECS["gemma4_mm"] = (dict(sorted(dict(
     architectures=["Gemma4ForConditionalGeneration"], model_type="gemma4", dtype="float32",
     audio_config=None, boi_token_id=255, eoi_token_id=256, image_token_id=257, initializer_range=0.02,
@@ -193,7 +194,7 @@ SPECS["gemma4_mm"] = (dict(sorted(dict(
         _GEMMA4_TEXT, dtype="float32", global_head_dim=32, head_dim=16, hidden_size=40,
         intermediate_size=48, moe_intermediate_size=8, num_attention_heads=2, num_experts=16,
         top_k_experts=4, num_global_key_value_heads=1, num_key_value_heads=1,
-        num_hidden_layers=3, sliding_window=4).items()))).items())), "F32", 211, 0.25, 0.0, 1)
+        num_hidden_layers=3, sliding_window=4).items()))).items())), "F32", 211, 0.25, 0.0, 2)
 
 # Gemma 4 without the MoE block and with attention_k_eq_v false (full layers
 # keep v_proj and num_key_value_heads), global_head_dim 24 = 2·head_dim with
