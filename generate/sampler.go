@@ -29,7 +29,8 @@ type Sampler struct {
 	p    Params
 	rng  *rand.Rand
 	z    []float32 // penalized copy of the logits
-	idx  []int
+	idx  []int     // candidates (probability > 0), by id
+	cand []int     // candidates being sorted by nucleus
 	prob []float64
 	seen map[int]int
 }
@@ -56,29 +57,30 @@ func (s *Sampler) Sample(logits []float32, history []int) int {
 		return Argmax(z)
 	}
 	n := len(z)
-	if cap(s.idx) < n {
-		s.idx, s.prob = make([]int, n), make([]float64, n)
+	if cap(s.prob) < n {
+		s.idx, s.cand, s.prob = make([]int, n), make([]int, n), make([]float64, n)
 	}
 	idx, prob := s.idx[:0], s.prob[:n]
 	mx := float64(z[Argmax(z)])
+	var total float64
 	for i, v := range z {
 		prob[i] = math.Exp((float64(v) - mx) / s.p.Temperature)
 		if prob[i] > 0 { // NaN and underflowed tokens can never be drawn
 			idx = append(idx, i)
+			total += prob[i]
 		}
 	}
 	if len(idx) == 0 {
 		return Argmax(z)
 	}
 	if s.filtered(len(idx)) {
-		slices.SortFunc(idx, func(a, b int) int {
-			if c := cmp.Compare(prob[b], prob[a]); c != 0 {
-				return c
-			}
-			return a - b
-		})
-		idx = s.filter(idx, prob)
+		idx = s.nucleus(idx, prob, total)
 	}
+	return s.draw(idx, prob)
+}
+
+// draw picks from idx in proportion to prob.
+func (s *Sampler) draw(idx []int, prob []float64) int {
 	var sum float64
 	for _, i := range idx {
 		sum += prob[i]
@@ -98,34 +100,74 @@ func (s *Sampler) filtered(n int) bool {
 	return (s.p.TopK > 0 && s.p.TopK < n) || s.p.TopP < 1 || s.p.MinP > 0
 }
 
-// filter applies top-k, top-p and min-p to candidates sorted by
-// probability, most probable first; at least one survives.
-func (s *Sampler) filter(idx []int, prob []float64) []int {
-	if k := s.p.TopK; k > 0 && k < len(idx) {
-		idx = idx[:k]
+// nucleus returns the candidates top-k, top-p and min-p keep, most
+// probable first. Sorting a whole 150k vocabulary per token would cost as
+// much as a decode step, so it sorts only the tokens at least tau as
+// probable as the top one, lowering tau until the cut provably falls
+// inside them; the result is what sorting every candidate gives.
+func (s *Sampler) nucleus(all []int, prob []float64, total float64) []int {
+	for tau := 1e-4; ; tau *= 1e-4 {
+		whole := tau < 1e-300
+		a := s.cand[:0]
+		for _, i := range all {
+			if whole || prob[i] >= tau {
+				a = append(a, i)
+			}
+		}
+		slices.SortFunc(a, func(x, y int) int {
+			if c := cmp.Compare(prob[y], prob[x]); c != 0 {
+				return c
+			}
+			return x - y
+		})
+		if kept, ok := s.filter(a, prob, total, len(all), whole || len(a) == len(all)); ok {
+			return kept
+		}
+	}
+}
+
+// filter applies top-k, top-p and min-p to a, the most probable of n
+// candidates sorted by probability (all of them when complete; total is
+// their probability sum). ok is false when a cut may fall outside a.
+func (s *Sampler) filter(a []int, prob []float64, total float64, n int, complete bool) (kept []int, ok bool) {
+	norm := total
+	if k := s.p.TopK; k > 0 && k < n {
+		if len(a) < k && !complete {
+			return nil, false
+		}
+		a, complete = a[:min(k, len(a))], true
+		norm = 0
+		for _, i := range a {
+			norm += prob[i]
+		}
 	}
 	if s.p.TopP < 1 {
-		var sum, cum float64
-		for _, i := range idx {
-			sum += prob[i]
-		}
-		for k, i := range idx {
-			cum += prob[i] / sum
+		cut := false
+		var cum float64
+		for k, i := range a {
+			cum += prob[i] / norm
 			if cum >= s.p.TopP {
-				idx = idx[:k+1]
+				a, cut = a[:k+1], true
 				break
 			}
 		}
+		if !cut && !complete {
+			return nil, false
+		}
+		complete = true
 	}
 	if s.p.MinP > 0 {
-		floor := s.p.MinP * prob[idx[0]]
+		floor := s.p.MinP * prob[a[0]]
+		if !complete && prob[a[len(a)-1]] >= floor {
+			return nil, false // tokens below a may still reach the floor
+		}
 		keep := 1
-		for keep < len(idx) && prob[idx[keep]] >= floor {
+		for keep < len(a) && prob[a[keep]] >= floor {
 			keep++
 		}
-		idx = idx[:keep]
+		a = a[:keep]
 	}
-	return idx
+	return a, true
 }
 
 // penalize returns a copy of logits with the repetition, frequency and

@@ -3,6 +3,8 @@ package generate
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
+	"sort"
 	"testing"
 )
 
@@ -198,5 +200,90 @@ func TestSamplerPenalties(t *testing.T) {
 	sampler(t, Params{Temperature: 0, TopP: 1, RepeatPenalty: 2, PenaltyLastN: 8}).Sample(in, []int{0, 1, 2})
 	if in[0] != 2 || in[1] != 1.9 || in[2] != -1 {
 		t.Fatalf("penalties changed the caller's logits: %v", in)
+	}
+}
+
+// refSample is the sampler's filters done the plain way — every candidate
+// sorted — drawing from the same random stream; Sample, which sorts only
+// the head of the distribution, must agree with it on every draw.
+func refSample(p Params, rng *rand.Rand, z []float32) int {
+	mx := float64(z[Argmax(z)])
+	prob := make([]float64, len(z))
+	var idx []int
+	var total float64
+	for i, v := range z {
+		prob[i] = math.Exp((float64(v) - mx) / p.Temperature)
+		if prob[i] > 0 {
+			idx = append(idx, i)
+			total += prob[i]
+		}
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return prob[idx[a]] > prob[idx[b]] })
+	norm := total
+	if p.TopK > 0 && p.TopK < len(idx) {
+		idx = idx[:p.TopK]
+		norm = 0
+		for _, i := range idx {
+			norm += prob[i]
+		}
+	}
+	if p.TopP < 1 {
+		var cum float64
+		for k, i := range idx {
+			if cum += prob[i] / norm; cum >= p.TopP {
+				idx = idx[:k+1]
+				break
+			}
+		}
+	}
+	if p.MinP > 0 {
+		keep := 1
+		for keep < len(idx) && prob[idx[keep]] >= p.MinP*prob[idx[0]] {
+			keep++
+		}
+		idx = idx[:keep]
+	}
+	var sum float64
+	for _, i := range idx {
+		sum += prob[i]
+	}
+	r := rng.Float64() * sum
+	for _, i := range idx {
+		if r -= prob[i]; r < 0 {
+			return i
+		}
+	}
+	return idx[len(idx)-1]
+}
+
+func TestSamplerMatchesFullSort(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for trial := range 60 {
+		n := 50 + r.IntN(1500)
+		z := make([]float32, n)
+		scale := []float64{0.1, 1, 4, 20}[trial%4]
+		for i := range z {
+			z[i] = float32(math.Round(r.NormFloat64()*scale*4) / 4) // quarter steps: many exact ties
+		}
+		p := Params{Temperature: []float64{0.3, 0.8, 1, 2}[r.IntN(4)], TopP: 1, RepeatPenalty: 1, Seed: uint64(trial)}
+		switch trial % 5 {
+		case 0:
+			p.TopP = []float64{0, 0.5, 0.9, 0.999999}[r.IntN(4)]
+		case 1:
+			p.TopK = 1 + r.IntN(200)
+		case 2:
+			p.MinP = []float64{0.001, 0.05, 0.5}[r.IntN(3)]
+		case 3:
+			p.TopK, p.TopP, p.MinP = 1+r.IntN(n), r.Float64(), r.Float64()*0.1
+		case 4:
+			p.TopP, p.MinP = 0.95, 1e-6
+		}
+		s := sampler(t, p)
+		ref := rand.New(rand.NewPCG(p.Seed, p.Seed^0x9e3779b97f4a7c15))
+		for d := range 8 {
+			if got, want := s.Sample(z, nil), refSample(p, ref, z); got != want {
+				t.Fatalf("trial %d %+v draw %d: %d, full sort %d", trial, p, d, got, want)
+			}
+		}
 	}
 }
