@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -35,6 +36,16 @@ func FuzzSafetensorsHeader(f *testing.F) {
 		{Name: "b", DType: "F32", Shape: []int{4}, Fill: zeros(16)}}))
 	f.Add([]byte{8, 0, 0, 0, 0, 0, 0, 0, '{', '}', ' ', ' ', ' ', ' ', ' ', ' '})
 	f.Add(binary.LittleEndian.AppendUint64(nil, 1<<62))
+	// Issue 19's red-team inputs: a duplicate key, a NaN weight in each dtype.
+	dup := `{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}`
+	f.Add(append(append(binary.LittleEndian.AppendUint64(nil, uint64(len(dup))), dup...), 0, 0, 0, 0))
+	for _, dt := range []string{"F32", "F16", "BF16"} {
+		nan := encodeOne(dt, float32(math.NaN()))
+		f.Add(stBytes(f, []STTensor{{Name: "w", DType: dt, Shape: []int{2, 2}, Fill: func(w io.Writer) error {
+			_, err := w.Write(bytes.Repeat(nan, 4))
+			return err
+		}}}))
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ts, err := parseSafetensors("fuzz.safetensors", b)
 		if err != nil {
@@ -50,7 +61,11 @@ func FuzzSafetensorsHeader(f *testing.F) {
 			if len(tn.data) != tn.rows*tn.cols*tn.dt.size() {
 				t.Fatalf("tensor %s: %d bytes for %dx%d %s", name, len(tn.data), tn.rows, tn.cols, tn.dt)
 			}
-			tn.vector() // reads every element
+			for i, v := range tn.vector() { // reads every element
+				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+					t.Fatalf("tensor %s: accepted non-finite value %v at %d", name, v, i)
+				}
+			}
 		}
 	})
 }

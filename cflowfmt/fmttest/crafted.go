@@ -97,6 +97,10 @@ func CraftedFiles(dir string) ([]Crafted, error) {
 	return out, nil
 }
 
+// PatchMeta overwrites the start of key's value in a written file (either
+// format), bypassing the writer's validation.
+func PatchMeta(b []byte, key string, v []byte) error { return patchMeta(b, key, v) }
+
 // patchMeta overwrites the 4-byte value of key in a written file.
 func patchMeta(b []byte, key string, v []byte) error {
 	i := bytes.Index(b, []byte(key))
