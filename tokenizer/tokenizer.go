@@ -1,7 +1,8 @@
 // Package tokenizer turns text into token ids and back for the tokenizers
 // that travel inside a model file (metadata tokenizer.kind/tokenizer.data):
 // byte-level, llama2.c/SentencePiece score tables, and HF tokenizer.json
-// BPE (GPT-2 byte-level or SentencePiece-style with byte fallback). A file
+// BPE run as the tokenizers library's pipeline (hf.go), stored by the
+// converter in a flat form that opens without parsing JSON (flat.go). A file
 // without a tokenizer has none, and callers must take token ids instead.
 package tokenizer
 
@@ -47,11 +48,24 @@ func FromMetadata(md *cflowfmt.Metadata, vocab int) (Tokenizer, error) {
 		return &Byte{bos: bos, eos: eos}, nil
 	case "llama2c":
 		return NewLlama2c(data, vocab, bos, eos)
-	case "hf-bpe", "gpt2":
+	case KindHF, KindHFJSON, "gpt2":
 		if len(data) == 0 {
 			return nil, fmt.Errorf("tokenizer %q has no data in the file (this build embeds no GPT-2 vocabulary); use --prompt-ids", kind)
 		}
-		return NewHFBPE(data, vocab, bos, eos)
+		var t *HF
+		var err error
+		if kind == KindHF {
+			t, err = OpenFlat(data, bos, eos)
+		} else {
+			t, err = ParseJSON(data, nil, bos, eos)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if t.VocabSize() > vocab {
+			return nil, fmt.Errorf("tokenizer has %d ids, more than the model's vocabulary of %d", t.VocabSize(), vocab)
+		}
+		return t, nil
 	}
 	return nil, fmt.Errorf("unknown tokenizer kind %q", kind)
 }

@@ -1,0 +1,188 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// HF is a tokenizer.json tokenizer run as the tokenizers library's
+// pipeline: added tokens split out first, then per text segment
+// normalizer → pre-tokenizer → BPE model, then the post-processor's
+// special ids; decoding runs the decoder chain. Its vocabulary and
+// merges live in the flat tables the converter stores (see flat.go).
+type HF struct {
+	pipe      pipeline
+	v         *vocab
+	model     bpe
+	norm      normalizer
+	pre       preTokenizer
+	byteLevel bool
+	added     *addedMatcher
+	addedByID map[int]addedToken
+	dec       []decodeStep
+	bos, eos  int
+}
+
+// pipeline is the small, JSON-described part of the tokenizer (all but
+// the vocabulary and merges): it travels in the flat form as JSON and is
+// rebuilt at open, which takes microseconds.
+type pipeline struct {
+	Normalizer   json.RawMessage `json:"normalizer"`
+	PreTokenizer json.RawMessage `json:"pre_tokenizer"`
+	Decoder      json.RawMessage `json:"decoder"`
+	AddedTokens  []addedToken    `json:"added_tokens"`
+	// Prefix and Suffix are the post-processor's special ids around a
+	// single sequence (TemplateProcessing, with add_bos_token/
+	// add_eos_token from tokenizer_config.json applied).
+	Prefix       []int `json:"prefix"`
+	Suffix       []int `json:"suffix"`
+	Unk          int   `json:"unk"`
+	FuseUnk      bool  `json:"fuse_unk"`
+	ByteFallback bool  `json:"byte_fallback"`
+	IgnoreMerges bool  `json:"ignore_merges"`
+}
+
+// newHF builds the runtime tokenizer from its pipeline and tables.
+func newHF(p pipeline, v *vocab, m *merges, bos, eos int) (*HF, error) {
+	t := &HF{pipe: p, v: v, bos: bos, eos: eos, addedByID: map[int]addedToken{}}
+	t.model = bpe{v: v, m: m, unk: p.Unk, fuseUnk: p.FuseUnk, byteFallback: p.ByteFallback, ignoreMerges: p.IgnoreMerges}
+	t.model.init()
+	var err error
+	if t.norm, err = parseNormalizer(p.Normalizer); err != nil {
+		return nil, err
+	}
+	if t.pre, t.byteLevel, err = parsePreTokenizer(p.PreTokenizer); err != nil {
+		return nil, err
+	}
+	if t.dec, err = parseDecoder(p.Decoder); err != nil {
+		return nil, err
+	}
+	for _, a := range p.AddedTokens {
+		if a.ID < 0 || a.ID >= v.size() {
+			return nil, fmt.Errorf("tokenizer: added token %q has id %d outside the vocabulary of %d", a.Content, a.ID, v.size())
+		}
+		t.addedByID[a.ID] = a
+	}
+	var raw, normed []addedToken
+	for _, a := range p.AddedTokens {
+		if a.Normalized {
+			normed = append(normed, a)
+		} else {
+			raw = append(raw, a)
+		}
+	}
+	t.added = newAddedMatcher(raw)
+	if len(normed) > 0 {
+		return nil, fmt.Errorf("tokenizer: %d added tokens are normalized=true (e.g. %q), which cflow does not implement", len(normed), normed[0].Content)
+	}
+	return t, nil
+}
+
+// Kind implements Tokenizer.
+func (t *HF) Kind() string { return KindHF }
+
+// BOS implements Tokenizer.
+func (t *HF) BOS() int { return t.bos }
+
+// EOS implements Tokenizer.
+func (t *HF) EOS() int { return t.eos }
+
+// VocabSize is the number of ids the tokenizer knows.
+func (t *HF) VocabSize() int { return t.v.size() }
+
+// Encode tokenizes text with special tokens in it matched as single
+// tokens and without the post-processor's BOS: what a prompt continues.
+func (t *HF) Encode(text string) ([]int, error) {
+	return t.EncodeWith(text, EncodeOptions{})
+}
+
+// EncodeOptions choose what the tokenizers library's encode() flags do.
+type EncodeOptions struct {
+	// AddSpecial adds the post-processor's ids (BOS) around the text, as
+	// encode(add_special_tokens=True) does.
+	AddSpecial bool
+	// SplitSpecial spells special tokens written in the text out as
+	// ordinary text instead of matching them (split_special_tokens).
+	SplitSpecial bool
+}
+
+// EncodeWith tokenizes text as the options say.
+func (t *HF) EncodeWith(text string, o EncodeOptions) ([]int, error) {
+	var ids []int
+	if o.AddSpecial {
+		ids = append(ids, t.pipe.Prefix...)
+	}
+	for _, seg := range t.added.split(text, 0, o.SplitSpecial) {
+		if seg.id >= 0 {
+			ids = append(ids, seg.id)
+			continue
+		}
+		s := seg.text
+		if t.norm != nil {
+			s = t.norm(s)
+		}
+		words := []string{s}
+		if t.pre != nil {
+			words = t.pre(words, seg.start == 0)
+		} else if t.byteLevel {
+			words[0] = byteLevelEncode(s)
+		}
+		var err error
+		for _, w := range words {
+			if w == "" {
+				continue
+			}
+			if ids, err = t.model.word(w, ids); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if o.AddSpecial {
+		ids = append(ids, t.pipe.Suffix...)
+	}
+	return ids, nil
+}
+
+// IsSpecial reports whether id is a special added token (control tokens
+// that decoding with skip_special_tokens leaves out).
+func (t *HF) IsSpecial(id int) bool { return t.addedByID[id].Special && t.addedByID[id].Content != "" }
+
+// TokenID returns the id of a piece or added token's text, −1 when none.
+func (t *HF) TokenID(s string) int { return t.v.find(s) }
+
+// Decode turns ids into text with the decoder chain, as the tokenizers
+// library's decode(ids, skip_special_tokens). Bytes from byte pieces are
+// kept as they are (invalid UTF-8 is not replaced), so decoding what
+// Encode produced gives the input back.
+func (t *HF) Decode(ids []int, skipSpecial bool) (string, error) {
+	toks := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if id < 0 || id >= t.v.size() {
+			return "", fmt.Errorf("tokenizer: id %d outside the vocabulary of %d", id, t.v.size())
+		}
+		if skipSpecial && t.IsSpecial(id) {
+			continue
+		}
+		toks = append(toks, t.v.piece(id))
+	}
+	for _, d := range t.dec {
+		toks = d(toks, true)
+	}
+	return strings.Join(toks, ""), nil
+}
+
+// Piece implements Tokenizer for streaming: id's text when it follows
+// prev (−1 or a special token: id starts the output, so a leading space
+// the decoder strips is stripped). Special tokens give nothing.
+func (t *HF) Piece(prev, id int) []byte {
+	if id < 0 || id >= t.v.size() || t.IsSpecial(id) {
+		return nil
+	}
+	first := prev < 0 || prev >= t.v.size() || t.IsSpecial(prev)
+	toks := []string{t.v.piece(id)}
+	for _, d := range t.dec {
+		toks = d(toks, first)
+	}
+	return []byte(strings.Join(toks, ""))
+}
