@@ -3,6 +3,7 @@ module github.com/cflow-dev/cflow
 go 1.26.8
 
 require (
+	github.com/ardanlabs/jinja v1.8.0 // indirect
 	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
 	github.com/dlclark/regexp2 v1.12.0 // indirect
 	github.com/klauspost/cpuid/v2 v2.4.2 // indirect

@@ -27,23 +27,28 @@ const MetaVersion = 1
 // Well-known metadata keys. What the 88-byte header cannot hold lives here;
 // the runtime reads only these names.
 const (
-	KeyArchitecture    = "general.architecture"  // string: spec architecture name
-	KeyName            = "general.name"          // string: free text
-	KeyRMSEps          = "norm.rms_eps"          // f32
-	KeyRopeTheta       = "rope.theta"            // f32, sliding/uniform layers
-	KeyRopeThetaGlobal = "rope.theta_global"     // f32, full layers of mixed models
-	KeyRopePartial     = "rope.partial_factor"   // f32, fraction of pairs rotated on full layers
-	KeyMergeInterval   = "arch.merge_interval"   // u32, arch1
-	KeyBlockIterations = "arch.block_iterations" // u32, arch5
-	KeyLayerKinds      = "attn.layer_kinds"      // bytes, one per layer: 0 full, 1 sliding
-	KeyKEqV            = "attn.k_eq_v"           // u32 0/1: full layers use v = k
-	KeyTokenizerKind   = "tokenizer.kind"        // string: byte, llama2c, gpt2, hf-bpe
-	KeyTokenizerData   = "tokenizer.data"        // bytes: kind-specific payload
-	KeyBOS             = "tokenizer.bos_id"      // u32
-	KeyEOS             = "tokenizer.eos_id"      // u32
-	KeyNUMAPlan        = "numa.plan"             // bytes: JSON shard plan
-	KeyExecHeader      = "cflow.exec_header"     // bytes: an 88-byte GlobalHeader (.vflow)
-	KeyLayerChecksums  = "check.layer_fnv64a"    // bytes: per-layer weight checksums (checksum.go)
+	KeyArchitecture    = "general.architecture"    // string: spec architecture name
+	KeyName            = "general.name"            // string: free text
+	KeyRMSEps          = "norm.rms_eps"            // f32
+	KeyRopeTheta       = "rope.theta"              // f32, sliding/uniform layers
+	KeyRopeThetaGlobal = "rope.theta_global"       // f32, full layers of mixed models
+	KeyRopePartial     = "rope.partial_factor"     // f32, fraction of pairs rotated on full layers
+	KeyMergeInterval   = "arch.merge_interval"     // u32, arch1
+	KeyBlockIterations = "arch.block_iterations"   // u32, arch5
+	KeyLayerKinds      = "attn.layer_kinds"        // bytes, one per layer: 0 full, 1 sliding
+	KeyKEqV            = "attn.k_eq_v"             // u32 0/1: full layers use v = k
+	KeyTokenizerKind   = "tokenizer.kind"          // string: byte, llama2c, gpt2, hf-bpe, hf
+	KeyTokenizerData   = "tokenizer.data"          // bytes: kind-specific payload
+	KeyBOS             = "tokenizer.bos_id"        // u32
+	KeyEOS             = "tokenizer.eos_id"        // u32
+	KeyAddBOS          = "tokenizer.add_bos"       // u32 0/1: prompts start with BOS (tokenizer_config add_bos_token / post-processor)
+	KeyEndOfTurn       = "tokenizer.eot_ids"       // u32s: ids generation stops at (EOS, end-of-turn tokens)
+	KeyBOSToken        = "tokenizer.bos_token"     // string: BOS text, the chat template's bos_token
+	KeyEOSToken        = "tokenizer.eos_token"     // string: EOS text, the chat template's eos_token
+	KeyChatTemplate    = "tokenizer.chat_template" // string: Jinja chat template (tokenizer_config.json)
+	KeyNUMAPlan        = "numa.plan"               // bytes: JSON shard plan
+	KeyExecHeader      = "cflow.exec_header"       // bytes: an 88-byte GlobalHeader (.vflow)
+	KeyLayerChecksums  = "check.layer_fnv64a"      // bytes: per-layer weight checksums (checksum.go)
 )
 
 // Layer attention kinds in KeyLayerKinds.

@@ -89,7 +89,8 @@ var wellKnownTypes = map[string]MetaType{
 	KeyMergeInterval: MetaU32, KeyBlockIterations: MetaU32, KeyLayerKinds: MetaBytes,
 	KeyKEqV: MetaU32, KeyTokenizerKind: MetaString, KeyTokenizerData: MetaBytes,
 	KeyBOS: MetaU32, KeyEOS: MetaU32, KeyNUMAPlan: MetaBytes, KeyExecHeader: MetaBytes,
-	KeyLayerChecksums: MetaBytes,
+	KeyLayerChecksums: MetaBytes, KeyAddBOS: MetaU32, KeyEndOfTurn: MetaU32s,
+	KeyBOSToken: MetaString, KeyEOSToken: MetaString, KeyChatTemplate: MetaString,
 }
 
 // CheckSchedule rejects delay / combine-style / iteration combinations that

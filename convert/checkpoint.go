@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cflow-dev/cflow/tokenizer"
 	"os"
 	"path/filepath"
 	"sort"
@@ -20,8 +21,8 @@ type checkpoint struct {
 	tensors    map[string]*tensor
 	claimed    map[string]bool // tensors get has handed out (strict.go)
 	maps       []*mapping
-	tokenizer  []byte // raw tokenizer.json, nil when absent
-	inputBytes int64  // total tensor bytes, the throughput denominator
+	tokenizer  *tokenizer.Source // tokenizer files, nil when absent
+	inputBytes int64             // total tensor bytes, the throughput denominator
 }
 
 // openCheckpoint dispatches on what path is: a directory (HF), a
@@ -58,9 +59,7 @@ func openHF(dir string, files []string) (c *checkpoint, err error) {
 	if c.cfg, err = parseConfig(c.configPath, cfgBytes); err != nil {
 		return c, err
 	}
-	if tb, err := os.ReadFile(filepath.Join(dir, "tokenizer.json")); err == nil {
-		c.tokenizer = tb
-	} else if !errors.Is(err, os.ErrNotExist) {
+	if c.tokenizer, err = tokenizer.ReadDir(dir); err != nil {
 		return c, err
 	}
 	var weightMap map[string]string

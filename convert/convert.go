@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/cflow-dev/cflow/tokenizer"
 	"io"
 	"os"
 	"runtime"
@@ -27,6 +28,9 @@ type Options struct {
 	// NUMANodes is the node count the shard plan is cut for; 0 means
 	// DefaultNUMANodes(). A file planned for N nodes loads on any machine.
 	NUMANodes int
+	// Tokenizer names a tokenizer to attach (tokenizer.json or a llama2.c
+	// score table such as tokenizer.bin); it replaces the checkpoint's own.
+	Tokenizer string
 	// Workers is the number of quantizing goroutines; 0 means GOMAXPROCS.
 	Workers int
 	// Progress receives a live bar when ProgressBar is true (a terminal).
@@ -84,6 +88,11 @@ func Convert(ctx context.Context, input, output string, opt Options) (*Result, e
 		return nil, err
 	}
 	defer c.close()
+	if opt.Tokenizer != "" {
+		if c.tokenizer, err = tokenizer.ReadFile(opt.Tokenizer); err != nil {
+			return nil, fmt.Errorf("--tokenizer: %w", err)
+		}
+	}
 	s, err := buildSpec(c, opt.Model, opt.Quant)
 	if err != nil {
 		return nil, err

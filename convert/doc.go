@@ -14,12 +14,15 @@
 //
 // Decisions the spec leaves open, settled here:
 //
-//   - Tokenizer: a tokenizer.json beside config.json is stored verbatim as
-//     kind "hf-bpe"; a config "tokenizer" / "tokenizer_type" /
+//   - Tokenizer: a tokenizer.json beside config.json (or named by
+//     Options.Tokenizer, which also takes a llama2.c score table) is
+//     compiled by tokenizer.WriteMetadata to kind "hf" (flat form) with
+//     tokenizer_config.json's BOS/EOS, add_bos_token, stop ids and chat
+//     template; a config "tokenizer" / "tokenizer_type" /
 //     "tokenizer_class" value containing "byte" gives kind "byte" with no
 //     payload; otherwise the file has no tokenizer keys and the runtime
-//     takes token ids. llama2.c files carry none (their tokenizer.bin is a
-//     separate file).
+//     takes token ids. llama2.c files carry none unless Options.Tokenizer
+//     names their tokenizer.bin.
 //   - Architecture: config "architecture" (pipeline-native) wins, then HF
 //     "architectures", then "model_type", then "combine_style". --model
 //     names the family when the config names none cflow knows; naming a

@@ -2,6 +2,7 @@ package convert
 
 import (
 	"fmt"
+	"github.com/cflow-dev/cflow/tokenizer"
 	"math"
 	"path/filepath"
 	"sort"
@@ -267,14 +268,17 @@ func (s *modelSpec) commonMeta(c *checkpoint) error {
 			md.SetU32(id.key, uint32(v))
 		}
 	}
-	// Tokenizer: tokenizer.json verbatim when the directory has one; a
+	// Tokenizer: tokenizer.json compiled to the flat form (with
+	// tokenizer_config.json's BOS/EOS, chat template and stop ids) when
+	// the directory has one or --tokenizer names one; a
 	// byte-level marker in config.json; otherwise none (the runtime then
 	// takes token ids, not text).
 	tk := strings.ToLower(cfg.str("tokenizer") + cfg.str("tokenizer_type") + cfg.str("tokenizer_class"))
 	switch {
 	case c.tokenizer != nil:
-		md.SetString(cflowfmt.KeyTokenizerKind, "hf-bpe")
-		md.SetBytes(cflowfmt.KeyTokenizerData, c.tokenizer)
+		if err := tokenizer.WriteMetadata(md, c.tokenizer, int(h.VocabSize)); err != nil {
+			return err
+		}
 	case strings.Contains(tk, "byte"):
 		md.SetString(cflowfmt.KeyTokenizerKind, "byte")
 	}

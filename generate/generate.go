@@ -152,10 +152,11 @@ func Run(ctx context.Context, e Engine, seq *Sequence, opt Options) (st Stats, e
 }
 
 // EncodePrompt is the prompt run and the server's completions feed for
-// text: BOS when the tokenizer has one, then the text's tokens.
+// text: BOS when the tokenizer adds one (tokenizer.AddsBOS), then the
+// text's tokens.
 func EncodePrompt(tk tokenizer.Tokenizer, text string) ([]int, error) {
 	var ids []int
-	if tk.BOS() >= 0 {
+	if tk.BOS() >= 0 && tokenizer.AddsBOS(tk) {
 		ids = append(ids, tk.BOS())
 	}
 	body, err := tk.Encode(text)

@@ -22,6 +22,8 @@ type HF struct {
 	addedByID map[int]addedToken
 	dec       []decodeStep
 	bos, eos  int
+	addBOS    bool
+	eot       []int
 }
 
 // pipeline is the small, JSON-described part of the tokenizer (all but
@@ -45,7 +47,7 @@ type pipeline struct {
 
 // newHF builds the runtime tokenizer from its pipeline and tables.
 func newHF(p pipeline, v *vocab, m *merges, bos, eos int) (*HF, error) {
-	t := &HF{pipe: p, v: v, bos: bos, eos: eos, addedByID: map[int]addedToken{}}
+	t := &HF{pipe: p, v: v, bos: bos, eos: eos, addedByID: map[int]addedToken{}, addBOS: len(p.Prefix) > 0}
 	t.model = bpe{v: v, m: m, unk: p.Unk, fuseUnk: p.FuseUnk, byteFallback: p.ByteFallback, ignoreMerges: p.IgnoreMerges}
 	t.model.init()
 	var err error
@@ -87,6 +89,15 @@ func (t *HF) BOS() int { return t.bos }
 
 // EOS implements Tokenizer.
 func (t *HF) EOS() int { return t.eos }
+
+// AddBOS reports whether a prompt starts with BOS, as the model's own
+// tokenizer encodes (add_bos_token / the post-processor): Llama and Gemma
+// yes, Qwen no.
+func (t *HF) AddBOS() bool { return t.addBOS && t.bos >= 0 }
+
+// EndOfTurn lists the ids generation stops at besides EOS (<|eot_id|>,
+// <|im_end|>, <end_of_turn>, generation_config.json's eos_token_id).
+func (t *HF) EndOfTurn() []int { return t.eot }
 
 // VocabSize is the number of ids the tokenizer knows.
 func (t *HF) VocabSize() int { return t.v.size() }

@@ -16,6 +16,7 @@ type Llama2c struct {
 	scores   []float32
 	index    map[string]int
 	bos, eos int
+	size     int // bytes of the table read
 }
 
 // NewLlama2c parses a tokenizer.bin image: i32 max token length, then per
@@ -45,6 +46,7 @@ func NewLlama2c(data []byte, vocab, bos, eos int) (*Llama2c, error) {
 		p := string(data[off : off+n])
 		off += n
 		t.pieces = append(t.pieces, p)
+		t.size = off
 		t.scores = append(t.scores, score)
 		if _, dup := t.index[p]; !dup {
 			t.index[p] = i

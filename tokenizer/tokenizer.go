@@ -65,9 +65,28 @@ func FromMetadata(md *cflowfmt.Metadata, vocab int) (Tokenizer, error) {
 		if t.VocabSize() > vocab {
 			return nil, fmt.Errorf("tokenizer has %d ids, more than the model's vocabulary of %d", t.VocabSize(), vocab)
 		}
+		if _, ok := md.Type(cflowfmt.KeyAddBOS); ok {
+			t.addBOS = md.U32(cflowfmt.KeyAddBOS, 0) != 0
+		}
+		for _, id := range md.U32s(cflowfmt.KeyEndOfTurn) {
+			if int64(id) >= int64(t.VocabSize()) {
+				return nil, fmt.Errorf("metadata %s: id %d outside the tokenizer's %d ids", cflowfmt.KeyEndOfTurn, id, t.VocabSize())
+			}
+			t.eot = append(t.eot, int(id))
+		}
 		return t, nil
 	}
 	return nil, fmt.Errorf("unknown tokenizer kind %q", kind)
+}
+
+// AddsBOS reports whether prompts encoded with tk start with its BOS: what
+// the model's tokenizer does (HF: add_bos_token or the post-processor;
+// llama2.c and byte tokenizers: whenever they have a BOS).
+func AddsBOS(tk Tokenizer) bool {
+	if a, ok := tk.(interface{ AddBOS() bool }); ok {
+		return a.AddBOS()
+	}
+	return tk.BOS() >= 0
 }
 
 func specialID(md *cflowfmt.Metadata, key string, vocab int) int {
@@ -108,3 +127,30 @@ func (b *Byte) BOS() int { return b.bos }
 
 // EOS implements Tokenizer.
 func (b *Byte) EOS() int { return b.eos }
+
+// EncodeText encodes text without BOS; splitSpecial spells special tokens
+// in the text out as ordinary text (only HF tokenizers have any to match).
+func EncodeText(tk Tokenizer, text string, splitSpecial bool) ([]int, error) {
+	if h, ok := tk.(*HF); ok {
+		return h.EncodeWith(text, EncodeOptions{SplitSpecial: splitSpecial})
+	}
+	return tk.Encode(text)
+}
+
+// Decode is the text of ids with special tokens written out (HF: the
+// decoder chain, as decode(ids, skip_special_tokens=False)); bytes are as
+// the pieces give them.
+func Decode(tk Tokenizer, ids []int) string {
+	if h, ok := tk.(*HF); ok {
+		if s, err := h.Decode(ids, false); err == nil {
+			return s
+		}
+	}
+	var out []byte
+	prev := -1
+	for _, id := range ids {
+		out = append(out, tk.Piece(prev, id)...)
+		prev = id
+	}
+	return string(out)
+}

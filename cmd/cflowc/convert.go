@@ -30,6 +30,7 @@ func init() {
 			&cli.StringFlag{Name: "quant", Value: "q4_0", Usage: "q4_0, q8_0 or f32 (norms and router stay f32)"},
 			&cli.IntFlag{Name: "numa-nodes", Usage: "NUMA nodes to plan shards for (default: nodes in /sys/devices/system/node)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar and no summary line"},
+			&cli.StringFlag{Name: "tokenizer", Usage: "attach this tokenizer: a tokenizer.json (tokenizer_config.json beside it comes along) or a llama2.c score table (tokenizer.bin, tok512.bin)"},
 		},
 		Action: runConvert,
 	})
@@ -51,6 +52,7 @@ func runConvert(c *cli.Context) error {
 		Model:       c.String("model"),
 		Quant:       q,
 		NUMANodes:   c.Int("numa-nodes"),
+		Tokenizer:   c.String("tokenizer"),
 		Progress:    os.Stderr,
 		ProgressBar: !quiet && term.IsTerminal(int(os.Stderr.Fd())),
 	}

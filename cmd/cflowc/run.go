@@ -34,6 +34,8 @@ func init() {
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "prompt", Usage: "prompt text (needs a tokenizer in the file)"},
 			&cli.StringFlag{Name: "prompt-ids", Usage: "comma-separated token ids, fed as is"},
+			&cli.BoolFlag{Name: "chat", Usage: "apply the file's chat template to --prompt as one user turn (with --system)"},
+			&cli.StringFlag{Name: "system", Usage: "system message for --chat"},
 			&cli.IntFlag{Name: "max-tokens", Aliases: []string{"n"}, Value: 128, Usage: "tokens to generate (≥ 1)"},
 			&cli.StringSliceFlag{Name: "stop", Usage: "stop when the generated text contains this string (repeatable; not printed)"},
 			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: goruntime.NumCPU(), Usage: "decode threads"},
@@ -100,10 +102,14 @@ func parseIDs(s string) ([]int, error) {
 
 // runPrompt is the prompt run feeds: --prompt-ids as given, else BOS and
 // the encoded --prompt.
-func runPrompt(c *cli.Context, tk tokenizer.Tokenizer) ([]int, error) {
+func runPrompt(c *cli.Context, tk tokenizer.Tokenizer, md *cflowfmt.Metadata, vocab int) ([]int, error) {
 	switch {
 	case c.IsSet("prompt") && c.IsSet("prompt-ids"):
 		return nil, errors.New("give --prompt or --prompt-ids, not both")
+	case c.Bool("chat") && !c.IsSet("prompt"):
+		return nil, errors.New("--chat needs --prompt")
+	case c.Bool("chat"):
+		return chatPrompt(md, vocab, c.String("system"), c.String("prompt"))
 	case c.IsSet("prompt-ids"):
 		return parseIDs(c.String("prompt-ids"))
 	case tk == nil && c.IsSet("prompt"):
@@ -128,7 +134,7 @@ func runRun(c *cli.Context) error {
 	if err != nil && !errors.Is(err, tokenizer.ErrNoTokenizer) {
 		return cli.Exit("run: "+err.Error(), exitUsage)
 	}
-	prompt, err := runPrompt(c, tk)
+	prompt, err := runPrompt(c, tk, m.Meta, int(h.VocabSize))
 	if err != nil {
 		return cli.Exit("run: "+err.Error(), exitUsage)
 	}

@@ -2,23 +2,38 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"strconv"
 	"strings"
 
-	"github.com/cflow-dev/cflow/ppl"
+	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/chat"
+	"github.com/cflow-dev/cflow/tokenizer"
 	"github.com/urfave/cli/v2"
 )
 
 func init() {
 	commands = append(commands, &cli.Command{
 		Name:      "tokenize",
-		Usage:     "token ids of a text file under the model's tokenizer (no BOS added)",
-		ArgsUsage: "FILE --text TEXT.txt [--json]",
-		Description: "Prints the ids space-separated, or with --json {\"ids\": [...], \"bos\": N} (bos −1 when the\n" +
-			"tokenizer has none). This is the tokenization cflowc ppl scores.",
+		Usage:     "token ids of a text (or a chat) under the model's tokenizer, or the text of ids",
+		ArgsUsage: "FILE (--text TEXT.txt | --text - | --chat MESSAGES.json) [--json] [--no-special] [--detokenize]",
+		Description: "Prints the ids space-separated (no BOS added: the tokenization cflowc ppl scores), or with\n" +
+			"--json {\"ids\": [...], \"bos\": N} (bos −1 when the tokenizer has none). Special tokens written in\n" +
+			"the text (<|im_start|>, <start_of_turn>) are single tokens unless --no-special.\n" +
+			"--chat renders a JSON list of {\"role\", \"content\"} messages with the file's chat template and\n" +
+			"add_generation_prompt, as transformers' apply_chat_template does, and tokenizes the result;\n" +
+			"--json then gives {\"text\": RENDERED, \"ids\": [...], \"bos\": N}.\n" +
+			"--detokenize reads ids (space- or comma-separated, or a JSON list) from --text and prints\n" +
+			"their text, special tokens included.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "text", Usage: "text file to tokenize (required)"},
-			&cli.BoolFlag{Name: "json", Usage: "print {\"ids\": [...], \"bos\": N}"},
+			&cli.StringFlag{Name: "text", Usage: "text file to tokenize, - for stdin"},
+			&cli.StringFlag{Name: "chat", Usage: "JSON file of chat messages [{\"role\": ..., \"content\": ...}] to render and tokenize"},
+			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
+			&cli.BoolFlag{Name: "no-special", Usage: "spell special tokens in the text out as ordinary text"},
+			&cli.BoolFlag{Name: "detokenize", Usage: "--text holds ids: print their text"},
 		},
 		Action: runTokenize,
 	})
@@ -28,10 +43,13 @@ func runTokenize(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return cli.Exit("tokenize: give one model FILE", exitUsage)
 	}
-	if c.String("text") == "" {
-		return cli.Exit("tokenize: --text is required", exitUsage)
+	if c.IsSet("text") == c.IsSet("chat") {
+		return cli.Exit("tokenize: give exactly one of --text and --chat", exitUsage)
 	}
-	text, err := readArgFile(c.String("text"))
+	if c.Bool("detokenize") && c.IsSet("chat") {
+		return cli.Exit("tokenize: --detokenize reads ids from --text, not --chat", exitUsage)
+	}
+	input, err := readInput(c.String("text") + c.String("chat"))
 	if err != nil {
 		return cli.Exit("tokenize: "+err.Error(), exitUsage)
 	}
@@ -40,31 +58,140 @@ func runTokenize(c *cli.Context) error {
 		return cli.Exit("tokenize: "+err.Error(), exitUsage)
 	}
 	defer m.Close()
-	ids, bos, err := ppl.Tokenize(m, text)
+	tk, err := tokenizer.FromMetadata(m.Meta, int(m.Header.VocabSize))
 	if err != nil {
 		return cli.Exit("tokenize: "+err.Error(), exitUsage)
 	}
-	if ids == nil {
-		ids = []int{}
+	out := struct {
+		Text *string `json:"text,omitempty"`
+		IDs  []int   `json:"ids"`
+		BOS  int     `json:"bos"`
+	}{BOS: tk.BOS(), IDs: []int{}}
+	if c.Bool("detokenize") {
+		ids, err := parseIDList(string(input), int(m.Header.VocabSize))
+		if err != nil {
+			return cli.Exit("tokenize: --detokenize: "+err.Error(), exitUsage)
+		}
+		text := tokenizer.Decode(tk, ids)
+		if !c.Bool("json") {
+			fmt.Print(text)
+			return nil
+		}
+		out.Text, out.IDs = &text, ids
+		return printJSON(out)
+	}
+	text := string(input)
+	if c.IsSet("chat") {
+		msgs, err := parseMessages(input)
+		if err != nil {
+			return cli.Exit("tokenize: --chat: "+err.Error(), exitUsage)
+		}
+		tpl, opt, err := chat.FromMetadata(m.Meta)
+		if err != nil {
+			return cli.Exit("tokenize: "+err.Error(), exitUsage)
+		}
+		if text, err = tpl.Render(msgs, opt); err != nil {
+			return cli.Exit("tokenize: "+err.Error(), exitUsage)
+		}
+		out.Text = &text
+	}
+	ids, err := tokenizer.EncodeText(tk, text, c.Bool("no-special"))
+	if err != nil {
+		return cli.Exit("tokenize: "+err.Error(), exitUsage)
+	}
+	if ids != nil {
+		out.IDs = ids
 	}
 	if c.Bool("json") {
-		out, err := json.Marshal(struct {
-			IDs []int `json:"ids"`
-			BOS int   `json:"bos"`
-		}{ids, bos})
-		if err != nil {
-			return cli.Exit(err.Error(), exitError)
-		}
-		fmt.Println(string(out))
-		return nil
+		return printJSON(out)
 	}
 	var b strings.Builder
-	for i, id := range ids {
+	for i, id := range out.IDs {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		fmt.Fprint(&b, id)
+		b.WriteString(strconv.Itoa(id))
 	}
 	fmt.Println(b.String())
 	return nil
+}
+
+// readInput reads a file, or stdin for "-", bounded as every argument
+// file is (cflowfmt.MaxArgFileBytes).
+func readInput(path string) ([]byte, error) {
+	if path != "-" {
+		return readArgFile(path)
+	}
+	b, err := io.ReadAll(io.LimitReader(os.Stdin, cflowfmt.MaxArgFileBytes+1))
+	if err == nil && len(b) > cflowfmt.MaxArgFileBytes {
+		err = fmt.Errorf("stdin: more than %d bytes", cflowfmt.MaxArgFileBytes)
+	}
+	return b, err
+}
+
+func printJSON(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return cli.Exit(err.Error(), exitError)
+	}
+	fmt.Println(string(b))
+	return nil
+}
+
+// parseMessages reads [{"role", "content"}] or {"messages": [...]}.
+func parseMessages(b []byte) ([]chat.Message, error) {
+	var msgs []chat.Message
+	if err := json.Unmarshal(b, &msgs); err != nil {
+		var wrapped struct {
+			Messages []chat.Message `json:"messages"`
+		}
+		if err2 := json.Unmarshal(b, &wrapped); err2 != nil || wrapped.Messages == nil {
+			return nil, fmt.Errorf("want a JSON list of {\"role\", \"content\"} messages: %w", err)
+		}
+		msgs = wrapped.Messages
+	}
+	if len(msgs) == 0 {
+		return nil, errors.New("no messages")
+	}
+	for i, m := range msgs {
+		if m.Role == "" {
+			return nil, fmt.Errorf("message %d has no role", i)
+		}
+	}
+	return msgs, nil
+}
+
+// parseIDList reads ids separated by spaces/commas, or a JSON list, or
+// tokenize --json's object.
+func parseIDList(s string, vocab int) ([]int, error) {
+	s = strings.TrimSpace(s)
+	var ids []int
+	switch {
+	case strings.HasPrefix(s, "["):
+		if err := json.Unmarshal([]byte(s), &ids); err != nil {
+			return nil, err
+		}
+	case strings.HasPrefix(s, "{"):
+		var o struct {
+			IDs []int `json:"ids"`
+		}
+		if err := json.Unmarshal([]byte(s), &o); err != nil {
+			return nil, err
+		}
+		ids = o.IDs
+	default:
+		for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\t' || r == '\r' }) {
+			v, err := strconv.Atoi(f)
+			if err != nil {
+				return nil, fmt.Errorf("%q is not a token id", f)
+			}
+			ids = append(ids, v)
+		}
+	}
+	for _, id := range ids {
+		if id < 0 || id >= vocab {
+			return nil, fmt.Errorf("id %d outside the vocabulary of %d", id, vocab)
+		}
+	}
+	return ids, nil
 }

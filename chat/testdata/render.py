@@ -1,0 +1,43 @@
+#!/usr/bin/python3
+# Renders chat templates the way transformers does (jinja2 sandbox,
+# trim_blocks, lstrip_blocks, loopcontrols, raise_exception, tojson without
+# ASCII escaping, strftime_now) and writes the golden outputs.
+import json, sys, os, datetime
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.ext import loopcontrols
+from jinja2.exceptions import TemplateError
+
+FIXED_NOW = datetime.datetime(2026, 12, 1, 5, 30, 0)
+
+def raise_exception(message):
+    raise TemplateError(message)
+
+def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+    return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+def strftime_now(fmt):
+    return FIXED_NOW.strftime(fmt)
+
+def env():
+    e = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
+    e.filters["tojson"] = tojson
+    e.globals["raise_exception"] = raise_exception
+    e.globals["strftime_now"] = strftime_now
+    return e
+
+def main(tmpl_dir, conv_file, out_dir):
+    convs = json.load(open(conv_file))
+    specials = json.load(open(os.path.join(tmpl_dir, "specials.json")))
+    os.makedirs(out_dir, exist_ok=True)
+    for name in sorted(os.listdir(tmpl_dir)):
+        if not name.endswith(".jinja"):
+            continue
+        model = name[:-len(".jinja")]
+        t = env().from_string(open(os.path.join(tmpl_dir, name)).read())
+        for c in convs:
+            out = t.render(messages=c["messages"], add_generation_prompt=c["add_generation_prompt"], **specials[model])
+            with open(os.path.join(out_dir, f"{model}.{c['name']}.txt"), "w") as f:
+                f.write(out)
+
+if __name__ == "__main__":
+    main(*sys.argv[1:4])

@@ -1,0 +1,53 @@
+package tokenizer
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestChatGoldenReferenceIDs: the chat renderings jinja2 produced
+// (../chat/testdata/golden, multi-turn conversations with a system
+// message) tokenize to the reference's ids under each template's own
+// model tokenizer, special tokens in the rendered text included.
+func TestChatGoldenReferenceIDs(t *testing.T) {
+	byModel := map[string]string{"llama3": "llama3", "llama3.1": "llama3", "llama3.2": "llama3", "qwen2.5": "qwen3", "qwen3": "qwen3", "gemma3": "gemma3"}
+	files, err := filepath.Glob("../chat/testdata/golden/*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden chat renderings: %v", err)
+	}
+	texts := map[string][]string{}
+	for _, f := range files {
+		base := strings.TrimSuffix(filepath.Base(f), ".txt") // TEMPLATE.CONVERSATION
+		tmpl := base[:strings.LastIndex(base, ".")]
+		model, ok := byModel[tmpl]
+		if !ok {
+			t.Fatalf("%s: no tokenizer for template %q", f, tmpl)
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts[model] = append(texts[model], string(b))
+	}
+	for model, ts := range texts {
+		tk := refTokenizer(t, model)
+		var got [][]int
+		for _, s := range ts {
+			ids, err := tk.Encode(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, ids)
+		}
+		ref := runRef(t, model, ts, nil)
+		for i := range ts {
+			if fmt.Sprint(got[i]) != fmt.Sprint(ref.Plain[i]) {
+				t.Errorf("%s: chat text %d: got %v\nwant %v", model, i, got[i], ref.Plain[i])
+			}
+		}
+		t.Logf("%s: %d chat renderings match", model, len(ts))
+	}
+}

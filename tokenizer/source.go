@@ -1,0 +1,188 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cflow-dev/cflow/cflowfmt"
+)
+
+// Source is a tokenizer as the converter finds it: tokenizer.json with
+// tokenizer_config.json and generation_config.json beside it, or a
+// llama2.c score table (tokenizer.bin, tok512.bin).
+type Source struct {
+	JSON             []byte // tokenizer.json
+	Config           []byte // tokenizer_config.json, nil when absent
+	GenerationConfig []byte // generation_config.json, nil when absent
+	Llama2c          []byte // llama2.c score table
+	Path             string // for messages
+}
+
+// ReadDir reads the tokenizer files of an HF checkpoint directory; nil
+// when it has no tokenizer.json.
+func ReadDir(dir string) (*Source, error) {
+	p := filepath.Join(dir, "tokenizer.json")
+	b, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	s := &Source{JSON: b, Path: p}
+	if s.Config, err = readOptional(filepath.Join(dir, "tokenizer_config.json")); err != nil {
+		return nil, err
+	}
+	if s.GenerationConfig, err = readOptional(filepath.Join(dir, "generation_config.json")); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// ReadFile reads a tokenizer named on the command line: a tokenizer.json
+// (its directory's tokenizer_config.json and generation_config.json come
+// along), or a llama2.c score table (anything else that is not JSON).
+func ReadFile(path string) (*Source, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if trimmed := strings.TrimSpace(string(b[:min(len(b), 64)])); strings.HasPrefix(trimmed, "{") {
+		s, err := ReadDir(filepath.Dir(path))
+		if err != nil {
+			return nil, err
+		}
+		if s == nil || filepath.Base(path) != "tokenizer.json" {
+			s = &Source{}
+			if s.Config, err = readOptional(filepath.Join(filepath.Dir(path), "tokenizer_config.json")); err != nil {
+				return nil, err
+			}
+		}
+		s.JSON, s.Path = b, path
+		return s, nil
+	}
+	return &Source{Llama2c: b, Path: path}, nil
+}
+
+func readOptional(p string) ([]byte, error) {
+	b, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return b, err
+}
+
+// endOfTurnTokens are the texts of tokens that end an assistant turn in
+// the chat formats cflow knows (Llama 3, ChatML/Qwen, Gemma, Llama 2,
+// Phi); those present as special tokens join the stop ids.
+var endOfTurnTokens = []string{"<|eot_id|>", "<|eom_id|>", "<|end_of_text|>", "<|im_end|>", "<|endoftext|>", "<end_of_turn>", "<eos>", "</s>", "<|end|>"}
+
+// WriteMetadata compiles src and stores it in md: tokenizer.kind/data, the
+// BOS/EOS ids (when config.json gave none), whether prompts start with
+// BOS, the stop ids, the BOS/EOS texts and the chat template. vocab is the
+// model's vocabulary; a tokenizer with more ids is refused.
+func WriteMetadata(md *cflowfmt.Metadata, src *Source, vocab int) error {
+	if src.Llama2c != nil {
+		t, err := NewLlama2c(src.Llama2c, vocab, -1, -1)
+		if err != nil {
+			return fmt.Errorf("%s: %w", src.Path, err)
+		}
+		if t.size != len(src.Llama2c) {
+			return fmt.Errorf("%s: score table has %d bytes after the model's %d pieces (a table for another vocabulary?)", src.Path, len(src.Llama2c)-t.size, vocab)
+		}
+		md.SetString(cflowfmt.KeyTokenizerKind, "llama2c")
+		md.SetBytes(cflowfmt.KeyTokenizerData, src.Llama2c)
+		setDefaultU32(md, cflowfmt.KeyBOS, uint32(t.BOS()))
+		setDefaultU32(md, cflowfmt.KeyEOS, uint32(t.EOS()))
+		md.SetU32(cflowfmt.KeyAddBOS, 1)
+		md.SetU32s(cflowfmt.KeyEndOfTurn, []uint32{uint32(t.EOS())})
+		return nil
+	}
+	flat, err := Compile(src.JSON, src.Config)
+	if err != nil {
+		return fmt.Errorf("%s: %w", src.Path, err)
+	}
+	t, err := OpenFlat(flat, -1, -1)
+	if err != nil {
+		return err
+	}
+	if t.VocabSize() > vocab {
+		return fmt.Errorf("%s: %d token ids, more than the model's vocabulary of %d", src.Path, t.VocabSize(), vocab)
+	}
+	cfg := &Config{}
+	if src.Config != nil {
+		if cfg, err = ParseConfig(src.Config); err != nil {
+			return err
+		}
+	}
+	md.SetString(cflowfmt.KeyTokenizerKind, KindHF)
+	md.SetBytes(cflowfmt.KeyTokenizerData, flat)
+	if id := t.TokenID(cfg.BOSToken); cfg.BOSToken != "" && id >= 0 {
+		setDefaultU32(md, cflowfmt.KeyBOS, uint32(id))
+		md.SetString(cflowfmt.KeyBOSToken, cfg.BOSToken)
+	} else if len(t.pipe.Prefix) > 0 {
+		setDefaultU32(md, cflowfmt.KeyBOS, uint32(t.pipe.Prefix[0]))
+	}
+	if id := t.TokenID(cfg.EOSToken); cfg.EOSToken != "" && id >= 0 {
+		setDefaultU32(md, cflowfmt.KeyEOS, uint32(id))
+		md.SetString(cflowfmt.KeyEOSToken, cfg.EOSToken)
+	}
+	md.SetU32(cflowfmt.KeyAddBOS, b2u(len(t.pipe.Prefix) > 0))
+	if cfg.ChatTemplate != "" {
+		md.SetString(cflowfmt.KeyChatTemplate, cfg.ChatTemplate)
+	}
+	// Stop ids: EOS, generation_config.json's eos_token_id (one or a
+	// list), and the known end-of-turn tokens the vocabulary has.
+	seen := map[int]bool{}
+	var stops []uint32
+	add := func(id int) {
+		if id >= 0 && id < t.VocabSize() && !seen[id] {
+			seen[id] = true
+			stops = append(stops, uint32(id))
+		}
+	}
+	if eos := md.U32(cflowfmt.KeyEOS, ^uint32(0)); eos != ^uint32(0) {
+		add(int(eos))
+	}
+	if src.GenerationConfig != nil {
+		var g struct {
+			EOS json.RawMessage `json:"eos_token_id"`
+		}
+		if err := json.Unmarshal(src.GenerationConfig, &g); err != nil {
+			return fmt.Errorf("generation_config.json: %w", err)
+		}
+		var one int
+		var many []int
+		if json.Unmarshal(g.EOS, &one) == nil {
+			add(one)
+		} else if json.Unmarshal(g.EOS, &many) == nil {
+			for _, id := range many {
+				add(id)
+			}
+		}
+	}
+	for _, s := range endOfTurnTokens {
+		if id := t.TokenID(s); id >= 0 && t.IsSpecial(id) {
+			add(id)
+		}
+	}
+	md.SetU32s(cflowfmt.KeyEndOfTurn, stops)
+	return nil
+}
+
+func setDefaultU32(md *cflowfmt.Metadata, key string, v uint32) {
+	if _, ok := md.Type(key); !ok {
+		md.SetU32(key, v)
+	}
+}
+
+func b2u(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
+}
