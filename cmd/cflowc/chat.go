@@ -88,8 +88,8 @@ func runChat(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return cli.Exit("chat: give one model FILE", exitUsage)
 	}
-	if c.Int("threads") < 1 {
-		return cli.Exit("chat: --threads must be ≥ 1", exitUsage)
+	if err := checkThreads("chat", c.Int("threads")); err != nil {
+		return err
 	}
 	m, err := openRunModel(c.Args().First())
 	if err != nil {
