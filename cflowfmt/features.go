@@ -33,10 +33,28 @@ const (
 	// FeatMoERouting: KeyMoERouting picks how router logits become expert
 	// weights (softmax over all experts, then top-k, renormalised or not).
 	FeatMoERouting = "moe_routing"
+	// FeatKVHeadsPerKind: full-attention layers have KeyGlobalKVHeads KV
+	// heads (Gemma 4's num_global_key_value_heads), sliding ones the
+	// header's.
+	FeatKVHeadsPerKind = "kv_heads_per_kind"
+	// FeatMoEInputs: the router reads rms(x) ⊙ VecRouterInScale and the
+	// experts rms(x) ⊙ VecExpertInNorm, both of the residual the FFN reads,
+	// instead of the FFN's normalized input (Gemma 4).
+	FeatMoEInputs = "moe_inputs"
+	// FeatExpertScale: each selected expert's weight is multiplied by
+	// VecExpertScale[e] (Gemma 4's per_expert_scale).
+	FeatExpertScale = "expert_scale"
+	// FeatFFNSumNorm: the MoE output is normed by VecPostMoENorm, the dense
+	// FFN's (post-normed) and MoE's outputs are summed and normed by
+	// VecFFNSumNorm before joining the residual (Gemma 4).
+	FeatFFNSumNorm = "ffn_sum_norm"
+	// FeatLayerScalar: x_out of layer l is multiplied by VecLayerScalar[0].
+	FeatLayerScalar = "layer_scalar"
 )
 
 // KnownFeatures is every feature this version implements.
-var KnownFeatures = []string{FeatBias, FeatQKNorm, FeatPostNorms, FeatAttnScale, FeatEmbedScale, FeatRopeScaling, FeatMoERouting}
+var KnownFeatures = []string{FeatBias, FeatQKNorm, FeatPostNorms, FeatAttnScale, FeatEmbedScale, FeatRopeScaling, FeatMoERouting,
+	FeatKVHeadsPerKind, FeatMoEInputs, FeatExpertScale, FeatFFNSumNorm, FeatLayerScalar}
 
 // Metadata keys of the features above.
 const (
@@ -49,6 +67,7 @@ const (
 	KeyRopeHighFreqFactor  = "rope.high_freq_factor" // f32, llama3
 	KeyRopeOriginalContext = "rope.original_context" // u32, llama3
 	KeyMoERouting          = "moe.routing"           // string: see RoutingSoftmaxTopK…
+	KeyGlobalKVHeads       = "attn.global_kv_heads"  // u32, full layers' KV heads
 	keyLayerPrefix         = "layer."                // layer.<l>.<vector>
 )
 
@@ -61,18 +80,35 @@ const (
 
 // Per-layer f32 vectors of FeatBias, FeatQKNorm and FeatPostNorms.
 const (
-	VecQBias        = "q_bias"
-	VecKBias        = "k_bias"
-	VecVBias        = "v_bias"
-	VecOBias        = "o_bias"
-	VecGateBias     = "gate_bias"
-	VecUpBias       = "up_bias"
-	VecDownBias     = "down_bias"
-	VecQNorm        = "q_norm"
-	VecKNorm        = "k_norm"
-	VecPostAttnNorm = "post_attn_norm"
-	VecPostFFNNorm  = "post_ffn_norm"
+	VecQBias         = "q_bias"
+	VecKBias         = "k_bias"
+	VecVBias         = "v_bias"
+	VecOBias         = "o_bias"
+	VecGateBias      = "gate_bias"
+	VecUpBias        = "up_bias"
+	VecDownBias      = "down_bias"
+	VecQNorm         = "q_norm"
+	VecKNorm         = "k_norm"
+	VecPostAttnNorm  = "post_attn_norm"
+	VecPostFFNNorm   = "post_ffn_norm"
+	VecRouterInScale = "router_in_scale"
+	VecExpertInNorm  = "expert_in_norm"
+	VecExpertScale   = "expert_scale"
+	VecPostMoENorm   = "post_moe_norm"
+	VecFFNSumNorm    = "ffn_sum_norm"
+	VecLayerScalar   = "layer_scalar"
 )
+
+// KVHeads is the KV-head count of a layer of the given kind: the
+// header's, or KeyGlobalKVHeads on full layers when set.
+func KVHeads(h *Header, md *Metadata, full bool) int {
+	if full && md != nil {
+		if n := md.U32(KeyGlobalKVHeads, 0); n > 0 {
+			return int(n)
+		}
+	}
+	return int(h.NumKVHeads)
+}
 
 // LayerKey is the metadata key of layer l's vector (an f32 array).
 func LayerKey(l int, vec string) string { return fmt.Sprintf("%s%d.%s", keyLayerPrefix, l, vec) }
@@ -106,7 +142,7 @@ func Features(h *Header, md *Metadata) (map[string]bool, error) {
 var featureKeyTypes = map[string]MetaType{
 	KeyFeatures: MetaString, KeyAttnScale: MetaF32, KeyEmbedScale: MetaF32, KeyRopeScaling: MetaString,
 	KeyRopeScalingFactor: MetaF32, KeyRopeLowFreqFactor: MetaF32, KeyRopeHighFreqFactor: MetaF32,
-	KeyRopeOriginalContext: MetaU32, KeyMoERouting: MetaString,
+	KeyRopeOriginalContext: MetaU32, KeyMoERouting: MetaString, KeyGlobalKVHeads: MetaU32,
 }
 
 // checkFeatures is CheckMetadata's part for the features: a known feature
@@ -119,6 +155,12 @@ func checkFeatures(h *Header, md *Metadata) error {
 	for key, want := range featureKeyTypes {
 		if t, ok := md.Type(key); ok && t != want {
 			return fmt.Errorf("metadata %s has type %d, want %d", key, t, want)
+		}
+	}
+	if g, ok := md.Type(KeyGlobalKVHeads); ok && g == MetaU32 {
+		n := md.U32(KeyGlobalKVHeads, 0)
+		if n == 0 || n > uint32(h.NumKVHeads) || uint32(h.NumHeads)%n != 0 {
+			return fmt.Errorf("metadata %s %d: want 1..%d dividing the %d query heads", KeyGlobalKVHeads, n, h.NumKVHeads, h.NumHeads)
 		}
 	}
 	for _, k := range md.Keys() {

@@ -34,7 +34,12 @@ func layerKind(md *Metadata, l int) byte {
 // shapes use the layer's head dim (KeyLayerKinds in md; nil md means every
 // layer is full attention). Norms are 1 × d.
 func MatrixShape(h *Header, md *Metadata, l int, m MatrixID) (rows, cols int) {
-	return matrixShape(h, h.HeadDimFor(layerKind(md, l) == LayerFull), m)
+	full := layerKind(md, l) == LayerFull
+	hd := h.HeadDimFor(full)
+	if (m == MatK || m == MatV) && l < int(h.NumLayers) {
+		return KVHeads(h, md, full) * hd, int(h.HiddenSize)
+	}
+	return matrixShape(h, hd, m)
 }
 
 // MatrixBounds is the largest shape matrix m can have in any layer (the

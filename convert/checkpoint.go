@@ -20,6 +20,7 @@ type checkpoint struct {
 	cfg        cfgMap
 	tensors    map[string]*tensor
 	claimed    map[string]bool // tensors get has handed out (strict.go)
+	notes      []string        // what the conversion left out on purpose, for the user
 	maps       []*mapping
 	tokenizer  *tokenizer.Source // tokenizer files, nil when absent
 	inputBytes int64             // total tensor bytes, the throughput denominator

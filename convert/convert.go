@@ -50,6 +50,9 @@ type Result struct {
 	OutputBytes   int64
 	Elapsed       time.Duration
 	Plan          *cflowfmt.NUMAPlan
+	// Notes say what the conversion left out on purpose (a multimodal
+	// checkpoint's vision and audio towers); the CLI prints them.
+	Notes []string
 }
 
 // Summary is the one line cflowc prints at the end: input and output bytes,
@@ -168,5 +171,5 @@ func Convert(ctx context.Context, input, output string, opt Options) (*Result, e
 		return nil, err
 	}
 	return &Result{Input: input, Output: output, Format: format, Architecture: s.p.name, Header: s.h,
-		InputBytes: inBytes, OutputBytes: st.Size(), Elapsed: time.Since(start), Plan: rec}, nil
+		InputBytes: inBytes, OutputBytes: st.Size(), Elapsed: time.Since(start), Plan: rec, Notes: c.notes}, nil
 }

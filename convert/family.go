@@ -27,6 +27,10 @@ type family struct {
 	// hf marks a Hugging Face family: the pipeline-native keys
 	// (combine_style, delays, …) mean nothing to it.
 	hf bool
+	// prepare reshapes the checkpoint before anything reads it (a nested
+	// text config lifted, a name prefix stripped, fused 3-D tensors split
+	// into per-expert views); nil for none.
+	prepare func(c *checkpoint) error
 	// geometry adjusts the generic sizes read from config.json (expert
 	// widths under family-specific keys, the window); nil keeps them.
 	geometry func(cfg cfgMap, g *geom) error

@@ -25,11 +25,10 @@ func (c *qwen3Config) apply(s *modelSpec, ck *checkpoint) error {
 	return s.qkNorm(ck)
 }
 
-// qkNorm loads the per-head q/k RMSNorm weights.
+// qkNorm loads the per-head q/k RMSNorm weights (each layer's head dim).
 func (s *modelSpec) qkNorm(ck *checkpoint) error {
-	hd := int(s.h.HeadDim)
 	for _, r := range []string{cflowfmt.VecQNorm, cflowfmt.VecKNorm} {
-		if err := s.layerVectors(ck, r, hd); err != nil {
+		if err := s.layerVectorsBy(ck, r, s.headDim); err != nil {
 			return err
 		}
 	}

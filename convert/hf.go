@@ -56,8 +56,23 @@ func refuse(s *modelSpec, key string, value any, why string) error {
 // layerVectors loads role's tensor of every layer (n values each) into the
 // metadata, claiming it.
 func (s *modelSpec) layerVectors(c *checkpoint, role string, n int) error {
+	return s.layerVectorsBy(c, role, func(int) int { return n })
+}
+
+// layerVectorsBy is layerVectors with a per-layer length.
+func (s *modelSpec) layerVectorsBy(c *checkpoint, role string, size func(l int) int) error {
+	return s.layerVectorsFrom(c, role, s.p.names.vector[role], size)
+}
+
+// layerVectorsFrom is layerVectorsBy with the tensor-name pattern given
+// (a family whose role maps to another tensor in some configurations).
+func (s *modelSpec) layerVectorsFrom(c *checkpoint, role, pattern string, size func(l int) int) error {
 	for l := 0; l < int(s.h.NumLayers); l++ {
-		name := s.p.names.vectorName(l, role)
+		n := size(l)
+		name := fmt.Sprintf(pattern, l)
+		if pattern == "" {
+			name = s.p.names.vectorName(l, role)
+		}
 		t, err := c.get(name)
 		if err != nil {
 			return err

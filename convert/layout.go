@@ -273,7 +273,7 @@ func (ly *layouter) want(l int, id cflowfmt.MatrixID) (rows, cols int) {
 	case cflowfmt.MatQ:
 		return int(h.NumHeads) * hd, d
 	case cflowfmt.MatK, cflowfmt.MatV:
-		return int(h.NumKVHeads) * hd, d
+		return cflowfmt.KVHeads(h, ly.s.md, ly.s.full(l)) * hd, d
 	case cflowfmt.MatO:
 		return d, int(h.NumHeads) * hd
 	case cflowfmt.MatGate, cflowfmt.MatUp:
@@ -310,6 +310,11 @@ func (ly *layouter) resolve(l int, id cflowfmt.MatrixID, expert int) (*mat, erro
 	m := &mat{id: id, layer: l, expert: expert, t: t}
 	if expert < 0 {
 		m.policy, m.shards = ly.pl.split(l, id, r, c)
+		for _, sh := range m.shards {
+			if sh.r1 > r || sh.c1 > c {
+				return nil, fmt.Errorf("internal: %s shard rows %d..%d cols %d..%d outside its [%d, %d] tensor %s", id, sh.r0, sh.r1, sh.c0, sh.c1, r, c, name)
+			}
+		}
 	}
 	return m, nil
 }

@@ -56,8 +56,10 @@ func round32(c []int, total int) []int {
 // evenly; otherwise (fewer KV heads than nodes, as in multi-query
 // attention, or a count the nodes do not divide) they are replicated and
 // the query heads alone are balanced.
-func (p *planner) headCuts() (q, kv []int, kvSplit bool) {
-	H, Hkv, n := int(p.s.h.NumHeads), int(p.s.h.NumKVHeads), p.nodes
+//
+// Hkv is the layer's KV-head count (full layers may have their own).
+func (p *planner) headCuts(Hkv int) (q, kv []int, kvSplit bool) {
+	H, n := int(p.s.h.NumHeads), p.nodes
 	if Hkv%n == 0 {
 		// Split KV heads; each node takes the query heads that read them,
 		// so attention needs no cross-node KV traffic.
@@ -99,20 +101,20 @@ func (p *planner) split(l int, m cflowfmt.MatrixID, rows, cols int) (string, []s
 		}
 		return out
 	}
-	var hd int
+	var hd, hkv int
 	if l < int(p.s.h.NumLayers) {
-		hd = p.s.headDim(l)
+		hd, hkv = p.s.headDim(l), cflowfmt.KVHeads(&p.s.h, p.s.md, p.s.full(l))
 	}
 	switch m {
 	case cflowfmt.MatQ:
-		q, _, _ := p.headCuts()
+		q, _, _ := p.headCuts(hkv)
 		return cflowfmt.PolicyColumn, byRows(scale(q, hd))
 	case cflowfmt.MatK, cflowfmt.MatV:
-		if _, kv, ok := p.headCuts(); ok {
+		if _, kv, ok := p.headCuts(hkv); ok {
 			return cflowfmt.PolicyColumn, byRows(scale(kv, hd))
 		}
 	case cflowfmt.MatO:
-		q, _, _ := p.headCuts()
+		q, _, _ := p.headCuts(hkv)
 		return cflowfmt.PolicyRow, byCols(round32(scale(q, hd), cols))
 	case cflowfmt.MatGate, cflowfmt.MatUp:
 		return cflowfmt.PolicyColumn, byRows(cflowfmt.ShardCuts(rows, tileRows, n))

@@ -105,7 +105,7 @@ func parseSafetensors(file string, b []byte) (map[string]*tensor, error) {
 		if err != nil {
 			if len(shape) > 2 {
 				// Same policy as dtypes: refuse only if used.
-				out[ne.name] = &tensor{name: ne.name, file: file, dt: dt, shape: shape, unsupported: fmt.Sprintf("%d-D shape %v", len(shape), shape)}
+				out[ne.name] = &tensor{name: ne.name, file: file, dt: dt, shape: shape, data: view.Data(), unsupported: fmt.Sprintf("%d-D shape %v", len(shape), shape)}
 				continue
 			}
 			return nil, err

@@ -95,6 +95,12 @@ func buildSpec(c *checkpoint, force string, q quant.Type) (*modelSpec, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p.prepare != nil {
+		if err := p.prepare(c); err != nil {
+			return nil, err
+		}
+		cfg = c.cfg
+	}
 	s := &modelSpec{p: p, md: cflowfmt.NewMetadata(), blockIters: 1, cfgFile: cfg.file}
 	h := &s.h
 	g, err := readGeometry(cfg)

@@ -20,11 +20,12 @@ func (e *Engine) attention(s *seq, pass int, lp *layerPlan, x, out []float32) {
 	}
 	e.matvec(lp.qkv, b.actD, q, k, vOut)
 	e.stats.Last.Attn += lp.qkv.bytes + lp.o.bytes
-	e.qkvFeatures(lp, q, k, vOut)
+	e.qkvBiases(lp, q, k, vOut)
 	if lp.kEqV {
-		copy(v, k) // full layers of K=V models: v is k before RoPE
+		copy(v, k) // full layers of K=V models: v is k before its norm and RoPE
 	}
-	H, Hkv, hd := int(e.h.NumHeads), int(e.h.NumKVHeads), lp.hd
+	e.qkNorms(lp, q, k)
+	H, Hkv, hd := int(e.h.NumHeads), lp.kvHeads, lp.hd
 	if e.h.Has(cflowfmt.FlagVNorm) {
 		for j := 0; j < Hkv; j++ {
 			rmsNorm(v[j*hd:(j+1)*hd], v[j*hd:(j+1)*hd], nil, e.eps)

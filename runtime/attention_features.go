@@ -32,6 +32,10 @@ type layerFeatures struct {
 	gateBias, upBias, downBias []float32
 	qNorm, kNorm               []float32
 	postAttn, postFFN          []float32
+	routerIn, expertIn         []float32 // FeatMoEInputs
+	expertScale                []float32 // FeatExpertScale, one per expert
+	postMoE, ffnSum            []float32 // FeatFFNSumNorm
+	layerScalar                []float32 // FeatLayerScalar, one value
 }
 
 // loadFeatures decodes the feature list and the engine-wide values,
@@ -140,7 +144,7 @@ func (e *Engine) attachFeatures(lp *layerPlan, l int) error {
 		}
 		return v, nil
 	}
-	d, ff := e.d, int(h.IntermediateSize)
+	d, ff, E := e.d, int(h.IntermediateSize), int(h.NumExperts)
 	var err error
 	for _, x := range []struct {
 		dst        *[]float32
@@ -159,6 +163,12 @@ func (e *Engine) attachFeatures(lp *layerPlan, l int) error {
 		{&lf.kNorm, cflowfmt.FeatQKNorm, cflowfmt.VecKNorm, lp.hd, true},
 		{&lf.postAttn, cflowfmt.FeatPostNorms, cflowfmt.VecPostAttnNorm, d, true},
 		{&lf.postFFN, cflowfmt.FeatPostNorms, cflowfmt.VecPostFFNNorm, d, ff > 0},
+		{&lf.routerIn, cflowfmt.FeatMoEInputs, cflowfmt.VecRouterInScale, d, E > 0},
+		{&lf.expertIn, cflowfmt.FeatMoEInputs, cflowfmt.VecExpertInNorm, d, E > 0},
+		{&lf.expertScale, cflowfmt.FeatExpertScale, cflowfmt.VecExpertScale, E, E > 0},
+		{&lf.postMoE, cflowfmt.FeatFFNSumNorm, cflowfmt.VecPostMoENorm, d, E > 0},
+		{&lf.ffnSum, cflowfmt.FeatFFNSumNorm, cflowfmt.VecFFNSumNorm, d, true},
+		{&lf.layerScalar, cflowfmt.FeatLayerScalar, cflowfmt.VecLayerScalar, 1, true},
 	} {
 		if *x.dst, err = vec(x.feat, x.name, x.n); err != nil {
 			return err
@@ -170,19 +180,21 @@ func (e *Engine) attachFeatures(lp *layerPlan, l int) error {
 	return nil
 }
 
-// qkvFeatures applies biases, then the per-head q/k RMSNorm, to a freshly
-// projected q, k, v (before K = V sharing, the V-norm and RoPE).
-func (e *Engine) qkvFeatures(lp *layerPlan, q, k, v []float32) {
+// qkvBiases adds the q/k/v biases to a freshly projected q, k, v (before
+// K = V sharing, the norms and RoPE).
+func (e *Engine) qkvBiases(lp *layerPlan, q, k, v []float32) {
 	lf := lp.feat
-	if lf == nil {
-		return
-	}
 	addBias(q, lf.qBias)
 	addBias(k, lf.kBias)
 	if len(v) > 0 {
 		addBias(v, lf.vBias)
 	}
-	hd := lp.hd
+}
+
+// qkNorms applies the per-head q/k RMSNorm (after K = V sharing took the
+// raw k, before RoPE).
+func (e *Engine) qkNorms(lp *layerPlan, q, k []float32) {
+	lf, hd := lp.feat, lp.hd
 	if lf.qNorm != nil {
 		for j := 0; j+hd <= len(q); j += hd {
 			rmsNorm(q[j:j+hd], q[j:j+hd], lf.qNorm, e.eps)
@@ -239,4 +251,59 @@ func (e *Engine) routeWeights(logits []float32, sel []int, w []float64, sum floa
 		return 1
 	}
 	return sum
+}
+
+// moeInputs returns the router's and the experts' inputs under
+// FeatMoEInputs (rms of the residual r, scaled by each one's vector); nil
+// routerIn means both read the shared FFN input.
+func (e *Engine) moeInputs(lp *layerPlan, r []float32) (routerIn, expertIn []float32) {
+	lf := lp.feat
+	if lf.routerIn == nil {
+		return nil, nil
+	}
+	b := &e.bf
+	rmsNorm(b.xn, r, lf.routerIn, e.eps)
+	rmsNorm(b.hn, r, lf.expertIn, e.eps)
+	return b.xn, b.hn
+}
+
+// scaleExperts multiplies the selected experts' weights by their
+// per-expert scale (FeatExpertScale).
+func (e *Engine) scaleExperts(lp *layerPlan, sel []int, w []float64) {
+	if s := lp.feat.expertScale; s != nil {
+		for j, x := range sel {
+			w[j] *= float64(s[x])
+		}
+	}
+}
+
+// sumFFN forms x_out = x_mid + Nsum(f + Npost(e)) under FeatFFNSumNorm and
+// then multiplies by the layer scalar (FeatLayerScalar); it reports
+// whether it did the combine.
+func (e *Engine) sumFFN(lp *layerPlan, s *seq) bool {
+	lf := lp.feat
+	if lf.ffnSum == nil && lf.layerScalar == nil {
+		return false
+	}
+	m := e.bf.xn
+	clear(m)
+	if s.hasF {
+		addTo(m, s.f)
+	}
+	if s.hasE {
+		addTo(m, s.e)
+	}
+	if lf.ffnSum != nil {
+		rmsNorm(m, m, lf.ffnSum, e.eps)
+	}
+	for i := range s.x {
+		s.x[i] = s.xmid[i] + m[i]
+	}
+	if lf.layerScalar != nil {
+		c := lf.layerScalar[0]
+		for i := range s.x {
+			s.x[i] *= c
+		}
+	}
+	return true
 }

@@ -104,8 +104,15 @@ func (e *Engine) experts(s *seq, pass int, lp *layerPlan) error {
 	} else {
 		in = e.ffnInput(s, lp)
 	}
-	if err := e.moe(pass, lp, in, s.e); err != nil {
+	routerIn, expertIn := e.moeInputs(lp, s.residual(style.FFNReads()))
+	if expertIn != nil {
+		in = expertIn
+	}
+	if err := e.moe(pass, lp, routerIn, in, s.e); err != nil {
 		return err
+	}
+	if lp.feat.postMoE != nil {
+		rmsNorm(s.e, s.e, lp.feat.postMoE, e.eps)
 	}
 	if style.DefersExperts() {
 		e.enqueue(s, style.InjectionLayer(pass, int(e.h.ExpertDelay), int(e.h.NumLayers)), s.e)

@@ -8,6 +8,9 @@ type preNorm struct {
 }
 
 func (preNorm) combine(e *Engine, s *seq, pass int) []float32 {
+	if e.sumFFN(e.layers[pass/e.iters], s) {
+		return s.x
+	}
 	copy(s.x, s.xmid)
 	if s.hasF {
 		addTo(s.x, s.f)

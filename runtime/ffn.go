@@ -44,10 +44,17 @@ func (e *Engine) ffn(lp *layerPlan, hn, out []float32) {
 // with ties to the lower index, softmax over the k selected logits, then
 // only the selected experts' tiles. It records the selection in the
 // observation for pass.
-func (e *Engine) moe(pass int, lp *layerPlan, hn, out []float32) error {
+func (e *Engine) moe(pass int, lp *layerPlan, routerIn, hn, out []float32) error {
 	b := &e.bf
-	e.prepare(stMoE, b.actD, hn)
-	e.matvec(lp.router, b.actD, b.router)
+	if routerIn != nil {
+		// The router reads its own input (FeatMoEInputs); the experts hn.
+		e.prepare(stMoE, b.actD, routerIn)
+		e.matvec(lp.router, b.actD, b.router)
+		e.prepare(stMoE, b.actD, hn)
+	} else {
+		e.prepare(stMoE, b.actD, hn)
+		e.matvec(lp.router, b.actD, b.router)
+	}
 	e.stats.Last.Router += lp.router.bytes
 	k := int(e.h.TopK)
 	sel := topK(b.router, k, e.obs.Experts[pass][:0])
@@ -60,6 +67,7 @@ func (e *Engine) moe(pass int, lp *layerPlan, hn, out []float32) error {
 		sum += w[j]
 	}
 	sum = e.routeWeights(b.router, sel, w, sum)
+	e.scaleExperts(lp, sel, w)
 	if e.xio != nil {
 		return e.routeStaged(lp, sel, w, sum, hn, out)
 	}

@@ -13,6 +13,7 @@ import (
 type layerPlan struct {
 	idx      int
 	hd       int // head dim of this layer
+	kvHeads  int // KV heads of this layer (cflowfmt.KVHeads)
 	qDim     int
 	kvDim    int
 	window   int // 0 = attend to every cached position
@@ -59,7 +60,8 @@ func (e *Engine) buildLayer(l int) (*layerPlan, error) {
 		return nil, fmt.Errorf("runtime: %s %v outside (0, 1]", cflowfmt.KeyRopePartial, partial)
 	}
 	lp.invFreq = ropeFreqs(lp.hd, theta, int(partial*float32(lp.hd/2)))
-	lp.qDim, lp.kvDim = int(h.NumHeads)*lp.hd, int(h.NumKVHeads)*lp.hd
+	lp.kvHeads = cflowfmt.KVHeads(h, md, !(kinds != nil && kinds[l] == cflowfmt.LayerSliding))
+	lp.qDim, lp.kvDim = int(h.NumHeads)*lp.hd, lp.kvHeads*lp.hd
 	if err := e.attachFeatures(lp, l); err != nil {
 		return nil, err
 	}

@@ -15,25 +15,31 @@ import (
 )
 
 // TestFamilyMoEStagedExperts replays the MoE families' Q4_0 replay traces
-// (Qwen3-MoE with norm_topk_prob both ways) with staged expert I/O, sync
-// and direct, on both formats, and checks the byte counter: each token
-// reads exactly top-k experts' weights per layer, never the whole bank.
+// (Qwen3-MoE with norm_topk_prob both ways, Gemma 4 26B-A4B-shaped: 128
+// experts, top-8) with staged expert I/O, sync and direct, on both formats,
+// and checks the byte counter: each token reads exactly top-k experts'
+// weights per layer, never the whole bank.
 func TestFamilyMoEStagedExperts(t *testing.T) {
-	fam := filepath.Join(goldenDir, "families")
-	cfgs, _ := filepath.Glob(filepath.Join(fam, "fixtures", "*", "config.json"))
+	var cfgs []string
+	for _, fam := range []string{"families", "gemma4_text"} {
+		c, _ := filepath.Glob(filepath.Join(goldenDir, fam, "fixtures", "*", "config.json"))
+		cfgs = append(cfgs, c...)
+	}
 	EnsureFloatKernel()
 	ran := 0
 	for _, c := range cfgs {
 		dir := filepath.Dir(c)
+		fam := filepath.Dir(filepath.Dir(dir))
 		name := filepath.Base(dir)
 		b, _ := os.ReadFile(c)
 		var cfg struct {
 			Experts int   `json:"num_experts"`
 			Local   int   `json:"num_local_experts"`
+			MoE     *bool `json:"enable_moe_block"`
 			MLPOnly []int `json:"mlp_only_layers"`
 			Step    *int  `json:"decoder_sparse_step"`
 		}
-		if json.Unmarshal(b, &cfg) != nil || cfg.Experts+cfg.Local == 0 || len(cfg.MLPOnly) > 0 || cfg.Step != nil && *cfg.Step != 1 {
+		if json.Unmarshal(b, &cfg) != nil || cfg.Experts+cfg.Local == 0 || len(cfg.MLPOnly) > 0 || cfg.Step != nil && *cfg.Step != 1 || cfg.MoE != nil && !*cfg.MoE {
 			continue // dense, or refused (TestFamilyTraces checks the refusal)
 		}
 		trace := filepath.Join(fam, "traces", name+"_q4_replay.json")

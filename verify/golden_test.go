@@ -55,6 +55,14 @@ func TestFamilyTraces(t *testing.T) {
 	checkPinned(t, filepath.Join(fam, "fixtures"), filepath.Join(fam, "traces"))
 }
 
+// TestGemma4TextTraces verifies the real Gemma 4 (gemma4_text: the
+// 26B-A4B-shaped text-only checkpoint and the multimodal form) on both
+// formats in all three quant types.
+func TestGemma4TextTraces(t *testing.T) {
+	g := filepath.Join(goldenDir, "gemma4_text")
+	checkPinned(t, filepath.Join(g, "fixtures"), filepath.Join(g, "traces"))
+}
+
 // refusedFamilyFixture reports whether a family fixture uses a config key
 // the converter refuses by design (Qwen3-MoE checkpoints with dense layers
 // among the MoE ones: mlp_only_layers, decoder_sparse_step ≠ 1 — the

@@ -63,6 +63,9 @@ func runConvert(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit("convert: "+err.Error(), exitUsage)
 	}
+	for _, n := range res.Notes {
+		fmt.Fprintln(os.Stderr, "note:", n)
+	}
 	if !quiet {
 		fmt.Fprintln(os.Stderr, res.Summary())
 	}
