@@ -48,7 +48,8 @@ class HFDecoder(Llama):
         t = tensors if isinstance(tensors, W.Consumed) else W.Consumed(tensors)
         super().__init__(cfg, t)
         self.final_norm = self.norm_weight(t, "model.norm.weight")
-        left = t.unclaimed()
+        # Older Llama checkpoints save RoPE's inv_freq buffer; it is recomputed.
+        left = [n for n in t.unclaimed() if not n.endswith(".rotary_emb.inv_freq")]
         if left:
             raise ValueError("%s: tensor %s is not used by the model" % (cfg.architecture, left[0]))
 
