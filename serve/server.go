@@ -120,10 +120,16 @@ func (s *Server) Close() {
 	s.sched.close()
 }
 
+// ErrDrainAborted is Serve's answer when abort ends a drain early: the
+// requests still in flight were cut off.
+var ErrDrainAborted = errors.New("serve: drain aborted, requests in flight were cut off")
+
 // Serve answers on ln until ctx is done, then drains: it stops accepting,
-// lets every in-flight request finish (streams included), and returns
-// nil. The caller still closes the Server.
-func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+// lets every in-flight request finish (streams and queued requests
+// included) and returns nil — unless abort is done first, which closes the
+// remaining connections and returns ErrDrainAborted. The caller still
+// closes the Server.
+func (s *Server) Serve(ctx, abort context.Context, ln net.Listener) error {
 	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 30 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -133,7 +139,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.draining.Store(true)
-	if err := hs.Shutdown(context.Background()); err != nil {
+	if err := hs.Shutdown(abort); err != nil {
+		hs.Close()
+		if abort.Err() != nil {
+			return ErrDrainAborted
+		}
 		return err
 	}
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {

@@ -257,7 +257,7 @@ func TestDrain(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- s.Serve(ctx, ln) }()
+	go func() { served <- s.Serve(ctx, context.Background(), ln) }()
 	url := "http://" + ln.Addr().String() + "/v1/chat/completions"
 	resp, err := http.Post(url, "application/json", strings.NewReader(onceUpon+`,"stream":true}`))
 	if err != nil {
@@ -289,5 +289,47 @@ func TestBodyTooLarge(t *testing.T) {
 	code, v := post(t, hs.URL+"/v1/completions", big)
 	if code != http.StatusRequestEntityTooLarge || v["error"].(map[string]any)["code"] != "body_too_large" {
 		t.Fatalf("%d %v", code, v)
+	}
+}
+
+// TestDrainAborted: when abort ends the drain (a second SIGTERM), the
+// stream still in flight is cut and Serve says so.
+func TestDrainAborted(t *testing.T) {
+	m, tk := demoModel(t)
+	g := &gate{open: make(chan struct{})}
+	g.delay.Store(int64(20 * time.Millisecond))
+	close(g.open)
+	s, err := newServer(Config{Model: m, Tokenizer: tk, ModelID: "demo", Parallel: 1, Threads: 1}, func(b backend) backend { g.backend = b; return g })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, drain := context.WithCancel(context.Background())
+	abort, cut := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, abort, ln) }()
+	resp, err := http.Post("http://"+ln.Addr().String()+"/v1/completions", "application/json",
+		strings.NewReader(`{"prompt":"Once","max_tokens":200,"stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	drain()
+	time.Sleep(100 * time.Millisecond)
+	cut()
+	select {
+	case err := <-served:
+		if err != ErrDrainAborted {
+			t.Fatalf("Serve: %v, want ErrDrainAborted", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return after the abort")
+	}
+	if b, _ := io.ReadAll(resp.Body); strings.Contains(string(b), "[DONE]") {
+		t.Fatal("the cut stream still finished")
 	}
 }

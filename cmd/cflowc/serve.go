@@ -24,7 +24,7 @@ func init() {
 		Description: "Serves POST /v1/chat/completions, POST /v1/completions, GET /v1/models and GET /health.\n" +
 			"Up to --parallel requests decode together (each with its own KV cache of --ctx positions);\n" +
 			"--queue more wait for a slot, beyond that the server answers 429. SIGTERM or SIGINT stops\n" +
-			"accepting, lets in-flight requests finish, then exits 0. Point an OpenAI client at\n" +
+			"accepting, lets in-flight requests finish, then exits 0 (a second signal cuts them off, exit 1).\nPoint an OpenAI client at " +
 			"http://HOST:PORT/v1 with any API key.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "host", Value: "127.0.0.1", Usage: "address to listen on"},
@@ -88,9 +88,32 @@ func runServe(c *cli.Context) error {
 	defer s.Close()
 	fmt.Fprintf(os.Stderr, "serving %s as %q on http://%s/v1 (%d parallel, chat template: %s); SIGTERM drains and exits\n",
 		m.Path, s.ModelID(), ln.Addr(), c.Int("parallel"), s.TemplateName())
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	if err := s.Serve(ctx, ln); err != nil {
+	// The first SIGTERM/SIGINT drains; a second one cuts the drain short.
+	ctx, drain := context.WithCancel(context.Background())
+	abort, cut := context.WithCancel(context.Background())
+	defer drain()
+	defer cut()
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
+	defer signal.Stop(sig)
+	go func() {
+		select {
+		case <-sig:
+		case <-abort.Done():
+			return
+		}
+		fmt.Fprintln(os.Stderr, "serve: draining: requests in flight finish (signal again to cut them off)")
+		drain()
+		select {
+		case <-sig:
+			cut()
+		case <-abort.Done():
+		}
+	}()
+	if err := s.Serve(ctx, abort, ln); err != nil {
+		if errors.Is(err, serve.ErrDrainAborted) {
+			return cli.Exit(err.Error(), exitFail)
+		}
 		return cli.Exit("serve: "+err.Error(), exitError)
 	}
 	fmt.Fprintln(os.Stderr, "serve: drained, exiting")
