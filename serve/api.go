@@ -229,7 +229,11 @@ func (r *chatRequest) messages() ([]Message, *apiError) {
 		if err != "" {
 			return nil, badParam(where+".content", "%s", err)
 		}
-		out[i] = Message{Role: m.Role, Content: text}
+		role := m.Role
+		if role == "developer" { // OpenAI's newer name for system; templates know system
+			role = "system"
+		}
+		out[i] = Message{Role: role, Content: text}
 	}
 	return out, nil
 }

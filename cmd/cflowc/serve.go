@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/chat"
 	"github.com/cflow-dev/cflow/serve"
 	"github.com/cflow-dev/cflow/tokenizer"
 	"github.com/urfave/cli/v2"
@@ -79,7 +81,12 @@ func runServe(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit("serve: "+err.Error(), exitUsage)
 	}
-	s, err := serve.New(serve.Config{Model: m, ModelID: c.String("alias"), Tokenizer: tk, Parallel: c.Int("parallel"),
+	tmpl, err := serveTemplate(m.Meta, int(m.Header.VocabSize), tk)
+	if err != nil {
+		ln.Close()
+		return cli.Exit("serve: "+err.Error(), exitUsage)
+	}
+	s, err := serve.New(serve.Config{Model: m, ModelID: c.String("alias"), Tokenizer: tk, Template: tmpl, Parallel: c.Int("parallel"),
 		Ctx: c.Int("ctx"), Threads: c.Int("threads"), Queue: c.Int("queue"), Log: os.Stderr})
 	if err != nil {
 		ln.Close()
@@ -118,4 +125,35 @@ func runServe(c *cli.Context) error {
 	}
 	fmt.Fprintln(os.Stderr, "serve: drained, exiting")
 	return nil
+}
+
+// serveTemplate is the file's chat template as the server's ChatTemplate,
+// nil when the file has no tokenizer or no template (the server then
+// refuses chat, or joins the messages: serve.Plain).
+func serveTemplate(md *cflowfmt.Metadata, vocab int, tk tokenizer.Tokenizer) (serve.ChatTemplate, error) {
+	if tk == nil {
+		return nil, nil
+	}
+	cm, err := openChat(md, vocab)
+	if errors.Is(err, chat.ErrNoTemplate) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return fileTemplate{cm}, nil
+}
+
+// fileTemplate renders with the file's template and tokenizes as chat
+// does (apply_chat_template: special tokens matched, BOS from the template).
+type fileTemplate struct{ cm *chatModel }
+
+func (fileTemplate) Name() string { return "the file's own (tokenizer_config.json chat_template)" }
+
+func (f fileTemplate) Prompt(msgs []serve.Message) ([]int, error) {
+	cms := make([]chat.Message, len(msgs))
+	for i, m := range msgs {
+		cms[i] = chat.Message{Role: m.Role, Content: m.Content}
+	}
+	return f.cm.prompt(cms)
 }
