@@ -52,7 +52,9 @@ func TestServeFileTemplate(t *testing.T) {
 	defer resp.Body.Close()
 	var v struct {
 		Choices []struct{ Message struct{ Content string } }
-		Usage   struct{ PromptTokens int `json:"prompt_tokens"` }
+		Usage   struct {
+			PromptTokens int `json:"prompt_tokens"`
+		}
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("%d %v", resp.StatusCode, err)
