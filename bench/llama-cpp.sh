@@ -6,7 +6,7 @@
 # Outputs (all gitignored):
 #   bench/node_modules/            npm install of node-llama-cpp
 #   bench/llama.cpp/               git clone of its gitRelease.bundle
-#   bench/llama.cpp/build/bin/     llama-bench and a greedy-generation CLI
+#   bench/llama.cpp/build/bin/     llama-bench, a greedy-generation CLI (and EXTRA_TARGETS)
 #
 # Environment: JOBS (default 2) build parallelism; NICE (default 19).
 set -euo pipefail
@@ -39,14 +39,20 @@ if [ ! -d llama.cpp/.git ]; then
 fi
 
 # Targets: llama-bench for timing; llama-simple (greedy sampler, prompt
-# text) and, when present, llama-cli. Only targets that exist are built.
+# text); EXTRA_TARGETS more (bench/serve-compare.sh asks for llama-server,
+# which turns LLAMA_BUILD_SERVER on).
 bin="llama.cpp/build/bin"
-if [ ! -x "$bin/llama-bench" ] || [ ! -x "$bin/llama-simple" ]; then
+targets="llama-bench llama-simple ${EXTRA_TARGETS:-}"
+server=OFF
+case " $targets " in *" llama-server "*) server=ON ;; esac
+missing=0
+for t in $targets; do [ -x "$bin/$t" ] || missing=1; done
+if [ $missing = 1 ]; then
 	nice -n "$nicev" cmake -S llama.cpp -B llama.cpp/build \
 		-DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
 		-DGGML_CUDA=OFF -DGGML_VULKAN=OFF -DGGML_METAL=OFF -DGGML_OPENMP=ON \
-		-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DBUILD_SHARED_LIBS=OFF
+		-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=$server -DBUILD_SHARED_LIBS=OFF
 	nice -n "$nicev" cmake --build llama.cpp/build --config Release -j "$jobs" \
-		--target llama-bench llama-simple
+		--target $targets
 fi
-ls -l "$bin/llama-bench" "$bin/llama-simple"
+for t in $targets; do ls -l "$bin/$t"; done

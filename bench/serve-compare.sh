@@ -30,7 +30,7 @@ cflowc="$out/cflowc"
 load="$out/serveload"
 (cd "$root" && go build -o "$cflowc" ./cmd/cflowc && go build -o "$load" ./bench/serveload)
 server="$here/llama.cpp/build/bin/llama-server"
-[ -x "$server" ] || "$here/llama-cpp.sh"
+[ -x "$server" ] || EXTRA_TARGETS=llama-server "$here/llama-cpp.sh"
 
 if [ -n "${MODEL:-}" ]; then
 	cflow="$MODEL"
