@@ -2,6 +2,7 @@ package runtime
 
 import (
 	goruntime "runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,22 +40,53 @@ type job struct {
 	_       [56]byte
 	pending atomic.Int64
 	_       [56]byte
+	// fault is the first memory fault an item hit (a mapped file truncated
+	// under the engine); the caller re-raises it after finish.
+	fault atomic.Pointer[any]
 }
 
 // work runs items until none are left, then retires them from pending in
-// one atomic add (one per thread per job, not one per item).
+// one atomic add (one per thread per job, not one per item). An item that
+// faults on mapped memory is recorded and retired, and work goes on with
+// the next, so the caller never waits for an item that cannot finish.
 func (j *job) work() {
+	for j.workItems() {
+	}
+}
+
+// workItems runs items until none are left (false) or one faults (true).
+func (j *job) workItems() (faulted bool) {
 	var done int64
+	defer func() {
+		if done > 0 {
+			j.pending.Add(-done)
+		}
+	}()
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(interface{ Addr() uintptr }); !ok {
+				panic(r)
+			}
+			j.fault.CompareAndSwap(nil, &r)
+			done++
+			faulted = true
+		}
+	}()
 	for {
 		i := j.next.Add(1) - 1
 		if i >= j.n {
-			break
+			return false
 		}
 		j.f(int(i))
 		done++
 	}
-	if done > 0 {
-		j.pending.Add(-done)
+}
+
+// raise re-panics a worker's memory fault in the caller's goroutine, where
+// Engine.Step turns it into an error.
+func (j *job) raise() {
+	if f := j.fault.Load(); f != nil {
+		panic(*f)
 	}
 }
 
@@ -96,6 +128,9 @@ func newPool(threads int) *pool {
 
 func (p *pool) loop() {
 	defer p.wg.Done()
+	// A fault reading the mapping becomes a panic work recovers, not a
+	// fatal SIGBUS (see Engine.Step).
+	debug.SetPanicOnFault(true)
 	var last *job
 	for {
 		j := p.wait(last)
@@ -200,6 +235,7 @@ func (p *pool) run(n int, f func(i int)) {
 	j := p.post(n, f)
 	j.work()
 	p.finish(j)
+	j.raise()
 }
 
 // post publishes f(0..n−1) to the workers and returns without waiting;
@@ -251,6 +287,11 @@ func (p *pool) spread(n int, f func(i int)) {
 	for g, j := range jobs {
 		if j != nil {
 			p.groups[g].finish(j)
+		}
+	}
+	for _, j := range jobs {
+		if j != nil {
+			j.raise()
 		}
 	}
 }

@@ -79,16 +79,11 @@ func runPPL(c *cli.Context) error {
 	}
 	defer e.Close()
 	var progress func(int, int)
-	if !c.Bool("json") {
-		if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			progress = func(done, total int) { fmt.Fprintf(os.Stderr, "\r%d/%d tokens", done, total) }
-		}
+	if bar := progressBar("evaluating", false); bar != nil && !c.Bool("json") {
+		progress = func(done, total int) { bar(int64(done), int64(total)) }
 	}
 	t0 := time.Now()
 	r, err := ppl.Evaluate(e, ids, bos, ctx, len(text), progress)
-	if progress != nil {
-		fmt.Fprintln(os.Stderr)
-	}
 	if err != nil {
 		return cli.Exit(err.Error(), exitUsage)
 	}

@@ -1,0 +1,52 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/convert"
+	"github.com/cflow-dev/cflow/quant"
+	"github.com/cflow-dev/cflow/vflowfmt"
+)
+
+// TestTruncatedUnderEngine (issue 19 item 6): a model file truncated while
+// an engine decodes from its mapping makes Step return a FormatError naming
+// the file — from the caller's reads and the workers' alike — instead of
+// the process dying of SIGBUS.
+func TestTruncatedUnderEngine(t *testing.T) {
+	for _, threads := range []int{1, 2} {
+		path := filepath.Join(t.TempDir(), "s.cflow")
+		if _, err := convert.Convert(context.Background(), "../models/stories260K.bin", path, convert.Options{Quant: quant.Q8_0}); err != nil {
+			t.Fatal(err)
+		}
+		m, err := vflowfmt.OpenModel(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := New(m, Options{Threads: threads})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Step(1); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(path, 0); err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.Step(2)
+		var fe *cflowfmt.FormatError
+		if !errors.As(err, &fe) || !strings.Contains(err.Error(), "truncated or replaced while open") {
+			t.Fatalf("%d threads: want a FormatError for the truncated mapping, got %v", threads, err)
+		}
+		if e.Pos() != 1 {
+			t.Fatalf("%d threads: position %d after a failed step, want 1", threads, e.Pos())
+		}
+		e.Close()
+		m.Close()
+	}
+}
