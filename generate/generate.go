@@ -13,6 +13,7 @@ package generate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/cflow-dev/cflow/runtime"
@@ -75,8 +76,10 @@ type Options struct {
 // Stats is what a run measured: token counts, wall time and weight bytes
 // for the prompt and the decode phases, and why it stopped.
 type Stats struct {
-	PromptTokens, DecodeTokens int
-	PromptTime, DecodeTime     time.Duration
+	// PromptTokens are fed before the first sample, Generated sampled,
+	// DecodeTokens fed after the first sample (Generated less the last).
+	PromptTokens, Generated, DecodeTokens int
+	PromptTime, DecodeTime                time.Duration
 	// PromptBytes and DecodeBytes are weight bytes read in each phase.
 	PromptBytes, DecodeBytes int64
 	// LastTokenBytes is the weight bytes of the last fed token.
@@ -124,6 +127,7 @@ func Run(ctx context.Context, e Engine, seq *Sequence, opt Options) (st Stats, e
 			return st, err
 		}
 		t := seq.Next(logits)
+		st.Generated++
 		if opt.Trace != nil {
 			opt.Trace.Generated = append(opt.Trace.Generated, t.ID)
 		}
@@ -149,6 +153,20 @@ func Run(ctx context.Context, e Engine, seq *Sequence, opt Options) (st Stats, e
 		}
 		st.DecodeTokens++
 	}
+}
+
+// String is run's summary line: prompt and decode rates and the weight
+// bandwidth decode reached.
+func (st Stats) String() string {
+	rate := func(n int64, d time.Duration) float64 {
+		if d <= 0 {
+			return 0
+		}
+		return float64(n) / d.Seconds()
+	}
+	return fmt.Sprintf("prompt: %d tokens, %.2f tok/s; decode: %d tokens, %.2f tok/s; effective weight bandwidth %.2f GB/s (%.2f MB/token)",
+		st.PromptTokens, rate(int64(st.PromptTokens), st.PromptTime), st.Generated, rate(int64(st.DecodeTokens), st.DecodeTime),
+		rate(st.DecodeBytes, st.DecodeTime)/1e9, float64(st.LastTokenBytes)/1e6)
 }
 
 // EncodePrompt is the prompt run and the server's completions feed for

@@ -111,7 +111,7 @@ func TestRunGreedyMatchesSteps(t *testing.T) {
 	if text != string(Text(tk, prompt[len(prompt)-1], want)) {
 		t.Fatalf("text %q", text)
 	}
-	if st.Finish != FinishLength || st.Reason != "max tokens" || st.PromptTokens != len(prompt) || st.DecodeTokens != 19 || st.DecodeBytes <= 0 || st.DecodeTime <= 0 || st.PromptBytes <= 0 {
+	if st.Finish != FinishLength || st.Reason != "max tokens" || st.PromptTokens != len(prompt) || st.DecodeTokens != 19 || st.Generated != 20 || st.DecodeBytes <= 0 || st.DecodeTime <= 0 || st.PromptBytes <= 0 {
 		t.Fatalf("stats %+v", st)
 	}
 	if len(tr.Steps) != len(prompt)+19 || len(tr.Generated) != 20 {

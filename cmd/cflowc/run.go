@@ -205,15 +205,7 @@ func runRun(c *cli.Context) error {
 	if st.Reason != "max tokens" {
 		fmt.Fprintf(os.Stderr, "stopped: %s\n", st.Reason)
 	}
-	rate := func(n int64, d time.Duration) float64 {
-		if d <= 0 {
-			return 0
-		}
-		return float64(n) / d.Seconds()
-	}
-	fmt.Fprintf(os.Stderr, "prompt: %d tokens, %.2f tok/s; decode: %d tokens, %.2f tok/s; effective weight bandwidth %.2f GB/s (%.2f MB/token); kernel %s, %d threads\n",
-		st.PromptTokens, rate(int64(st.PromptTokens), st.PromptTime), len(seq.Generated()), rate(int64(st.DecodeTokens), st.DecodeTime),
-		rate(st.DecodeBytes, st.DecodeTime)/1e9, float64(st.LastTokenBytes)/1e6, cfrt.KernelName(), c.Int("threads"))
+	fmt.Fprintf(os.Stderr, "%s; kernel %s, %d threads\n", st, cfrt.KernelName(), c.Int("threads"))
 	fmt.Fprintln(os.Stderr, e.NUMA()) // topology, plan use and weight placement
 	if xs := e.ExpertIOStats(); xio != cfrt.ExpertIOMmap && xs.Mode == xio {
 		printExpertIO(xs.Sub(xPrompt), int64(st.DecodeTokens), st.DecodeTime)
