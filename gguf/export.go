@@ -67,7 +67,7 @@ func fileType(q quant.Type, forceF32 bool) uint32 {
 }
 
 // metadata builds the architecture's KV section, the tokenizer included.
-func metadata(m *cflowfmt.Model, opt Options) kvList {
+func metadata(m *cflowfmt.Model, opt Options) (kvList, error) {
 	h := &m.Header
 	md := m.Meta
 	if md == nil {
@@ -124,6 +124,6 @@ func metadata(m *cflowfmt.Model, opt Options) kvList {
 		l.u32(p+"expert_used_count", uint32(h.TopK))
 		l.u32(p+"expert_feed_forward_length", h.ExpertIntermediateSize)
 	}
-	placeholderVocab(&l, int(h.VocabSize), md.U32(cflowfmt.KeyBOS, 1), md.U32(cflowfmt.KeyEOS, 2))
-	return l
+	err := writeVocab(&l, md, int(h.VocabSize))
+	return l, err
 }

@@ -1,6 +1,12 @@
 package gguf
 
-import "strconv"
+import (
+	"errors"
+	"strconv"
+
+	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/tokenizer"
+)
 
 // llama.cpp token types (llama_token_type).
 const (
@@ -57,4 +63,53 @@ func placeholderVocab(l *kvList, n int, bos, eos uint32) {
 	l.boolean("tokenizer.ggml.add_bos_token", int(bos) < n)
 	l.boolean("tokenizer.ggml.add_eos_token", false)
 	l.boolean("tokenizer.ggml.add_space_prefix", false)
+}
+
+// writeVocab writes the file's real tokenizer when it has one llama.cpp can
+// run (HF tokenizer.json BPE, llama2.c score table), otherwise the
+// placeholder vocabulary of n "[id]" pieces (byte tokenizers, none).
+func writeVocab(l *kvList, md *cflowfmt.Metadata, n int) error {
+	g, err := tokenizer.VocabForGGUF(md, n)
+	if errors.Is(err, tokenizer.ErrNoTokenizer) || err == nil && g == nil || md.String(cflowfmt.KeyTokenizerKind, "") == "byte" {
+		placeholderVocab(l, n, md.U32(cflowfmt.KeyBOS, 1), md.U32(cflowfmt.KeyEOS, 2))
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	l.str("tokenizer.ggml.model", g.Model)
+	if g.Pre != "" {
+		l.str("tokenizer.ggml.pre", g.Pre)
+	}
+	l.strs("tokenizer.ggml.tokens", g.Tokens)
+	if g.Scores != nil {
+		l.f32s("tokenizer.ggml.scores", g.Scores)
+	}
+	l.i32s("tokenizer.ggml.token_type", g.Types)
+	if g.Merges != nil {
+		l.strs("tokenizer.ggml.merges", g.Merges)
+	}
+	for _, id := range []struct {
+		key string
+		id  int
+	}{{"tokenizer.ggml.bos_token_id", g.BOS}, {"tokenizer.ggml.eos_token_id", g.EOS}, {"tokenizer.ggml.unknown_token_id", g.UNK}} {
+		if id.id >= 0 && id.id < n {
+			l.u32(id.key, uint32(id.id))
+		}
+	}
+	for _, id := range g.EndOfTurn {
+		if id != g.EOS && id >= 0 && id < n {
+			l.u32("tokenizer.ggml.eot_token_id", uint32(id))
+			break
+		}
+	}
+	l.boolean("tokenizer.ggml.add_bos_token", g.AddBOS)
+	l.boolean("tokenizer.ggml.add_eos_token", false)
+	if g.Model == "llama" {
+		l.boolean("tokenizer.ggml.add_space_prefix", g.AddSpacePrefix)
+	}
+	if g.ChatTemplate != "" {
+		l.str("tokenizer.chat_template", g.ChatTemplate)
+	}
+	return nil
 }

@@ -19,7 +19,10 @@ func Write(m *cflowfmt.Model, path string, opt Options) (err error) {
 	if err != nil {
 		return err
 	}
-	kvs := metadata(m, opt)
+	kvs, err := metadata(m, opt)
+	if err != nil {
+		return err
+	}
 
 	w, err := cflowfmt.CreateSink(path)
 	if err != nil {
