@@ -77,3 +77,18 @@ func ReadFileLimit(path string, limit int64) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// WriteFileAtomic writes b to path through a Sink: the file appears whole
+// or not at all (small outputs such as a synthesized config.json get the
+// same guarantee as models).
+func WriteFileAtomic(path string, b []byte) error {
+	s, err := CreateSink(path)
+	if err != nil {
+		return err
+	}
+	if _, err := s.Write(b); err != nil {
+		s.Abort()
+		return err
+	}
+	return s.Commit()
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
@@ -97,5 +96,5 @@ func writeIndex(dir string, weightMap map[string]string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "model.safetensors.index.json"), b, 0o644)
+	return cflowfmt.WriteFileAtomic(filepath.Join(dir, "model.safetensors.index.json"), b)
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
 // Geometry is a Llama-shaped model size for synthetic checkpoints.
@@ -115,7 +117,7 @@ func Synthesize(dir string, o SynthOptions) error {
 		"torch_dtype": torch, "_name_or_path": fmt.Sprintf("synthetic-llama-seed%d", o.Seed),
 	}
 	cb, _ := json.MarshalIndent(cfg, "", "  ")
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), cb, 0o644); err != nil {
+	if err := cflowfmt.WriteFileAtomic(filepath.Join(dir, "config.json"), cb); err != nil {
 		return err
 	}
 	shards := max(1, o.Shards)

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
 // MoEGeometry is a pipeline-native DelayedSum (arch2_4_combined) model size
@@ -98,7 +100,7 @@ func SynthesizeMoE(dir string, g MoEGeometry, o SynthOptions) error {
 		"torch_dtype": "float16", "_name_or_path": fmt.Sprintf("synthetic-arch2_4-seed%d", o.Seed),
 	}
 	cb, _ := json.MarshalIndent(cfg, "", "  ")
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), cb, 0o644); err != nil {
+	if err := cflowfmt.WriteFileAtomic(filepath.Join(dir, "config.json"), cb); err != nil {
 		return err
 	}
 	withProgress(ts, o.Progress)
