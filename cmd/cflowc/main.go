@@ -55,7 +55,7 @@ func runMain(args []string, stderr io.Writer) int {
 	app := newApp()
 	app.ErrWriter = stderr
 	if err := app.Run(interspersed(args, app.Commands)); err != nil {
-		fmt.Fprintln(stderr, "cflowc:", err)
+		fmt.Fprintln(stderr, "cflowc:", withVerb(commandPath(args, app.Commands), err.Error()))
 		var ec cli.ExitCoder
 		if errors.As(err, &ec) {
 			return ec.ExitCode()
@@ -115,6 +115,41 @@ func usageError(c *cli.Context, err error, _ bool) error {
 		return cli.Exit(fmt.Sprintf("%v (see 'cflowc --help')", err), exitUsage)
 	}
 	return cli.Exit(fmt.Sprintf("%s: %v (see 'cflowc %s --help')", cmd, err, cmd), exitUsage)
+}
+
+// commandPath is the command a command line names ("export gguf"), "" for
+// none.
+func commandPath(args []string, cmds []*cli.Command) string {
+	var path []string
+	for _, a := range args[min(1, len(args)):] {
+		if strings.HasPrefix(a, "-") {
+			if len(path) == 0 {
+				continue
+			}
+			break
+		}
+		c := findCommand(cmds, a)
+		if c == nil {
+			break
+		}
+		path = append(path, c.Name)
+		cmds = c.Subcommands
+	}
+	return strings.Join(path, " ")
+}
+
+// withVerb makes every error line start with the command that failed, as
+// "run: …", whichever package produced the message; a message that already
+// names the command (or its first word) is left as it is.
+func withVerb(verb, msg string) string {
+	if verb == "" {
+		return msg
+	}
+	first, _, _ := strings.Cut(verb, " ")
+	if strings.HasPrefix(msg, verb+":") || strings.HasPrefix(msg, first+":") || strings.HasPrefix(msg, first+" ") {
+		return msg
+	}
+	return verb + ": " + msg
 }
 
 func commandNames(cs []*cli.Command) string {

@@ -472,3 +472,25 @@ func TestProgressCallbacks(t *testing.T) {
 	}
 	check("verify", steps, int64(len(tr.Steps)))
 }
+
+// TestEveryErrorNamesItsCommand: errors from any package reach the user
+// as "cflowc: <command>: …" (several lacked the verb).
+func TestEveryErrorNamesItsCommand(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nothere.cflow")
+	for _, c := range []struct {
+		args []string
+		verb string
+	}{
+		{[]string{"export", "gguf", missing, "-o", missing + ".gguf"}, "export gguf"},
+		{[]string{"run", missing, "--prompt-ids", "1"}, "run"},
+		{[]string{"analyze", missing}, "analyze"},
+		{[]string{"bench", missing}, "bench"},
+		{[]string{"ppl", missing, "--text", missing}, "ppl"},
+	} {
+		var stderr bytes.Buffer
+		runMain(append([]string{"cflowc"}, c.args...), &stderr)
+		if !strings.HasPrefix(stderr.String(), "cflowc: "+c.verb+": ") || strings.Count(stderr.String(), c.verb+":") != 1 {
+			t.Errorf("%v: %q, want one %q prefix", c.args, stderr.String(), c.verb+":")
+		}
+	}
+}
