@@ -494,3 +494,13 @@ func TestEveryErrorNamesItsCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestExportNoteOnce: export gguf's padded-row note is said once per
+// tensor role, not once per layer.
+func TestExportNoteOnce(t *testing.T) {
+	got := paddedNotes([]string{"blk.0.ffn_down.weight", "blk.1.ffn_down.weight", "blk.2.ffn_down.weight", "token_embd.weight", "blk.0.attn_q.weight"})
+	want := []string{"ffn_down.weight in 3 layers", "token_embd.weight", "attn_q.weight"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("notes %q, want %q", got, want)
+	}
+}
