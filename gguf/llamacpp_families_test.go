@@ -14,13 +14,17 @@ import (
 // TestLlamaCppFamilies extends the llama.cpp cross-check to every Hugging
 // Face family fixture (golden/families/fixtures): convert as F32, export
 // under llama.cpp's architecture (llama with rope scaling and biases,
-// qwen2, qwen3, qwen3moe, gemma3), and compare llama.cpp's greedy ids from
-// BOS with cflowc run --temperature 0. Where llama.cpp departs from
-// transformers on purpose (../shared/spec/HF_FAMILIES.md), the comparison
-// allows for it: Mistral is compared within its window (llama.cpp's llama
-// graph has none); Gemma 3 is compared on a copy of the fixture whose
-// config states what llama.cpp computes (query_pre_attn_scalar = head_dim,
-// the embedding scale unrounded: torch_dtype float32), same weights.
+// qwen2, qwen3, qwen3moe, gemma3), and compare llama.cpp's greedy ids
+// after the fixture's trace prompt (BOS and five ids, written as the
+// export's placeholder pieces, which llama.cpp's tokenizer matches as
+// single tokens) with cflowc run --temperature 0 on the same ids. Where
+// llama.cpp departs from transformers on purpose
+// (../shared/spec/HF_FAMILIES.md), the comparison allows for it: Mistral is
+// compared from BOS within its window (llama.cpp's llama graph has none);
+// Gemma 3 and Qwen3-MoE without norm_topk_prob are compared on a copy of
+// the fixture whose config states what llama.cpp computes
+// (query_pre_attn_scalar = head_dim and the embedding scale unrounded;
+// renormalised top-k weights), same weights.
 func TestLlamaCppFamilies(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds cflowc and runs llama.cpp")
@@ -37,36 +41,50 @@ func TestLlamaCppFamilies(t *testing.T) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			cfg := readConfig(t, dir)
 			n := 10
+			bos, eos := tokenID(cfg, "bos_token_id", 1), tokenID(cfg, "eos_token_id", 2)
+			prompt := tracePrompt(t, filepath.Join(root, "golden", "families", "traces", filepath.Base(dir)+"_f32.json"), bos)
 			switch mt, _ := cfg["model_type"].(string); mt {
 			case "mistral":
 				if w, ok := cfg["sliding_window"].(float64); ok {
-					n = min(n, int(w))
+					n, prompt = min(n, int(w)), []int{bos}
 				}
 			case "gemma3_text":
 				if lt, ok := cfg["layer_types"]; ok && lt != nil {
 					t.Skip("layer_types that follow no sliding_window_pattern: export refuses it (tested in TestExportRefusals)")
 				}
-				dir = llamaCppView(t, dir, cfg)
+				hd, _ := cfg["head_dim"].(float64)
+				dir = llamaCppView(t, dir, cfg, map[string]any{"query_pre_attn_scalar": hd, "torch_dtype": "float32"})
 			case "qwen3_moe":
-				t.Skip("dense layers among MoE layers: the converter refuses this fixture (verify.TestFamilyTraces)")
+				if only, _ := cfg["mlp_only_layers"].([]any); len(only) > 0 {
+					t.Skip("dense layers among MoE layers: the converter refuses this fixture (verify.TestFamilyTraces)")
+				}
+				if norm, _ := cfg["norm_topk_prob"].(bool); !norm {
+					dir = llamaCppView(t, dir, cfg, map[string]any{"norm_topk_prob": true})
+				}
 			}
-			bos, eos := tokenID(cfg, "bos_token_id", 1), tokenID(cfg, "eos_token_id", 2)
 			tmp := t.TempDir()
 			cf, gg := filepath.Join(tmp, "m.cflow"), filepath.Join(tmp, "m.gguf")
 			run(t, cflowc, "convert", "-q", "--quant", "f32", "-o", cf, dir)
 			run(t, cflowc, "export", "gguf", "-o", gg, cf)
-			out := run(t, cflowc, "run", "--temperature", "0", "--prompt-ids", strconv.Itoa(bos), "-n", strconv.Itoa(n), "--threads", "1", cf)
+			ids, text := make([]string, len(prompt)), ""
+			for i, id := range prompt {
+				ids[i] = strconv.Itoa(id)
+				if i > 0 {
+					text += "[" + ids[i] + "]"
+				}
+			}
+			out := run(t, cflowc, "run", "--temperature", "0", "--prompt-ids", strings.Join(ids, ","), "-n", strconv.Itoa(n), "--threads", "1", cf)
 			var want []int
 			for _, f := range strings.Fields(out) {
 				if v, err := strconv.Atoi(f); err == nil {
 					want = append(want, v)
 				}
 			}
-			got := placeholderIDs(t, run(t, simple, "-m", gg, "-n", strconv.Itoa(n), ""), bos, eos)
-			if len(got) == 0 || got[0] != bos {
-				t.Fatalf("llama-simple output %v does not start with BOS %d", got, bos)
+			got := placeholderIDs(t, run(t, simple, "-m", gg, "-n", strconv.Itoa(n), text), bos, eos)
+			if len(got) < len(prompt) || !slices.Equal(got[:len(prompt)], prompt) {
+				t.Fatalf("llama-simple output %v does not start with the prompt %v", got, prompt)
 			}
-			got = got[1:]
+			got = got[len(prompt):]
 			if len(want) == 0 {
 				t.Fatalf("cflowc run printed no ids: %q", out)
 			}
@@ -101,10 +119,25 @@ func tokenID(cfg map[string]any, key string, def int) int {
 	return def
 }
 
-// llamaCppView copies a Gemma 3 fixture with the two config values llama.cpp
-// fixes its own way set to llama.cpp's: the attention scale from head_dim
-// and the embedding scale √d in f32.
-func llamaCppView(t *testing.T, dir string, cfg map[string]any) string {
+// tracePrompt is the prompt of a fixture's pinned trace (BOS alone when it
+// has none).
+func tracePrompt(t *testing.T, path string, bos int) []int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return []int{bos}
+	}
+	var tr struct {
+		Prompt []int `json:"prompt"`
+	}
+	if err := json.Unmarshal(b, &tr); err != nil || len(tr.Prompt) == 0 {
+		t.Fatalf("%s: no prompt (%v)", path, err)
+	}
+	return tr.Prompt
+}
+
+// llamaCppView copies a fixture with the config values llama.cpp fixes its
+// own way set to what llama.cpp computes (same weights).
+func llamaCppView(t *testing.T, dir string, cfg, set map[string]any) string {
 	out := filepath.Join(t.TempDir(), filepath.Base(dir))
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
@@ -122,11 +155,9 @@ func llamaCppView(t *testing.T, dir string, cfg map[string]any) string {
 	for k, v := range cfg {
 		c[k] = v
 	}
-	hd, _ := cfg["head_dim"].(float64)
-	if hd == 0 {
-		hd = cfg["hidden_size"].(float64) / cfg["num_attention_heads"].(float64)
+	for k, v := range set {
+		c[k] = v
 	}
-	c["query_pre_attn_scalar"], c["torch_dtype"] = hd, "float32"
 	b, _ := json.Marshal(c)
 	if err := os.WriteFile(filepath.Join(out, "config.json"), b, 0o644); err != nil {
 		t.Fatal(err)
