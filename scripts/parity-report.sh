@@ -10,7 +10,7 @@ mkdir -p "$out"
 go build -o bin/cflowc ./cmd/cflowc
 echo "| model | file | trace | rule | worst norm err | worst logit err | argmax | min top-32 | verdict |"
 echo "|---|---|---|---|--:|--:|--:|--:|---|"
-for dir in golden/fixtures/* golden/families/fixtures/* golden/trained/*; do
+for dir in golden/fixtures/* golden/families/fixtures/* golden/gemma4_text/fixtures/* golden/trained/*; do
   [ -f "$dir/config.json" ] || continue
   name=$(basename "$dir")
   # A model's traces sit beside its kind: golden/traces for the fixtures,
@@ -19,6 +19,7 @@ for dir in golden/fixtures/* golden/families/fixtures/* golden/trained/*; do
   case "$dir" in
     golden/trained/*) traces=golden/trained/traces; kind=trained ;;
     golden/families/*) traces=golden/families/traces; kind=family ;;
+    golden/gemma4_text/*) traces=golden/gemma4_text/traces; kind=family ;;
     *) traces=golden/traces; kind=fixture ;;
   esac
   for q in f32 q8_0 q4_0; do
