@@ -5,12 +5,13 @@ import (
 	"runtime/debug"
 )
 
-// guardFault runs fn with memory faults turned into a FormatError: a
+// GuardFault runs fn with memory faults turned into a FormatError: a
 // mapped file truncated (or rewritten shorter) under the process raises
 // SIGBUS on the next read of a vanished page, which Go reports as a fatal
 // crash unless the goroutine asked for a panic instead. The readers wrap
-// their walks over the mapping (Open, Check, lazy expert parsing) in it.
-func guardFault(name string, fn func() error) (err error) {
+// their walks over the mapping (Open, Check, lazy expert parsing) in it,
+// and commands wrap other whole-file reads (export, inspect) in it.
+func GuardFault(name string, fn func() error) (err error) {
 	old := debug.SetPanicOnFault(true)
 	defer debug.SetPanicOnFault(old)
 	defer func() {

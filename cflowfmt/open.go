@@ -30,7 +30,7 @@ func OpenMapped[F Image](path string, parse func(data []byte, name string) (F, e
 // aliases data.
 func ParseImage[F Image](data []byte, name string, parse func(data []byte, name string) (F, error), release func() error) (F, error) {
 	var f F
-	err := guardFault(name, func() (err error) {
+	err := GuardFault(name, func() (err error) {
 		f, err = parse(data, name)
 		return err
 	})

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/gguf"
 	"github.com/cflow-dev/cflow/vflowfmt"
 	"github.com/urfave/cli/v2"
@@ -59,7 +60,7 @@ func runExportGGUF(c *cli.Context) error {
 		}
 	}
 	out := c.String("output")
-	if err := gguf.Write(m, out, opt); err != nil {
+	if err := cflowfmt.GuardFault(in, func() error { return gguf.Write(m, out, opt) }); err != nil {
 		return lateExit("export gguf", err)
 	}
 	st, err := os.Stat(out)

@@ -69,7 +69,8 @@ func openInspected(path string) (*inspected, error) {
 		if err != nil {
 			return nil, err
 		}
-		d, err := f.Describe()
+		var d *cflowfmt.Description
+		err = cflowfmt.GuardFault(path, func() (err error) { d, err = f.Describe(); return err })
 		if err != nil {
 			f.Close()
 			return nil, err
@@ -80,7 +81,8 @@ func openInspected(path string) (*inspected, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := f.Describe()
+	var d *vflowfmt.Description
+	err = cflowfmt.GuardFault(path, func() (err error) { d, err = f.Describe(); return err })
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -103,7 +105,7 @@ func runInspect(w io.Writer, path string, asJSON, tiles, check bool) error {
 	defer in.close()
 	var list []cflowfmt.TileInfo
 	if tiles {
-		if list, err = cflowfmt.ListTiles(in.walk); err != nil {
+		if err = cflowfmt.GuardFault(path, func() (err error) { list, err = cflowfmt.ListTiles(in.walk); return err }); err != nil {
 			return cli.Exit(fmt.Sprintf("inspect: %v", err), exitUsage)
 		}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand"
 	"os"
@@ -502,5 +503,35 @@ func TestExportNoteOnce(t *testing.T) {
 	want := []string{"ffn_down.weight in 3 layers", "token_embd.weight", "attn_q.weight"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("notes %q, want %q", got, want)
+	}
+}
+
+// TestExportTruncatedModel: a model truncated while export gguf reads it
+// is a FormatError (exit 2 through lateExit), not a SIGBUS crash.
+func TestExportTruncatedModel(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "s.cflow")
+	if code := runApp("convert", "--quiet", "--quant", "q8_0", "-o", model, storiesBin); code != 0 {
+		t.Fatalf("convert exit %d", code)
+	}
+	m, err := vflowfmt.OpenModel(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := os.Truncate(model, 0); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "s.gguf")
+	err = cflowfmt.GuardFault(model, func() error { return gguf.Write(m, out, gguf.Options{}) })
+	var fe *cflowfmt.FormatError
+	if !errors.As(err, &fe) {
+		t.Fatalf("want a FormatError, got %v", err)
+	}
+	if code := exitCode(lateExit("export gguf", err)); code != exitUsage {
+		t.Fatalf("exit %d, want %d", code, exitUsage)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatal("partial GGUF left behind")
 	}
 }
