@@ -119,7 +119,7 @@ func NewSequence(req Request, vocab, maxCtx int) (*Sequence, error) {
 		}
 		s.text.stops = append(s.text.stops, []byte(st))
 	}
-	s.history = append(make([]int, 0, len(req.Prompt)+req.MaxTokens), req.Prompt...)
+	s.history = append(make([]int, 0, len(req.Prompt)+min(req.MaxTokens, req.Ctx)), req.Prompt...)
 	return s, nil
 }
 

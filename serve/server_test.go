@@ -80,6 +80,11 @@ func TestStopSeedLogprobs(t *testing.T) {
 	if a, b, c := sample(5), sample(5), sample(6); a != b || a == c {
 		t.Fatalf("seed 5 twice: %q / %q; seed 6: %q", a, b, c)
 	}
+	// A huge max_tokens is bounded by the context, not allocated.
+	_, v = post(t, hs.URL+"/v1/completions", `{"prompt":"Once","max_tokens":2000000000,"temperature":0}`)
+	if u := v["usage"].(map[string]any); u["prompt_tokens"].(float64)+u["completion_tokens"].(float64) != 257 {
+		t.Fatalf("max_tokens 2e9: %v", v["usage"])
+	}
 	_, v = post(t, hs.URL+"/v1/chat/completions", onceUpon[:len(onceUpon)-2]+`3,"logprobs":true,"top_logprobs":2}`)
 	lp := v["choices"].([]any)[0].(map[string]any)["logprobs"].(map[string]any)["content"].([]any)
 	if len(lp) != 3 {
