@@ -24,6 +24,10 @@ type arch struct {
 	gelu      bool // the architecture's FFN is GeLU (gemma3), not SwiGLU
 	embScale  bool // the graph multiplies the embedding by √d (gemma3)
 	routings  []string
+	// gemma4: llama.cpp's gemma4 — per-layer KV heads and SWA flags as
+	// arrays, per-kind head sizes, the MLP beside the MoE, proportional
+	// RoPE through rope_freqs (gemma4.go).
+	gemma4 bool
 }
 
 // archs by cflow family (general.architecture). Files without a family
@@ -36,6 +40,8 @@ var archs = map[string]*arch{
 	"qwen3":       {name: "qwen3", neox: true, qkNorm: true},
 	"qwen3_moe":   {name: "qwen3moe", neox: true, qkNorm: true, routings: []string{cflowfmt.RoutingSoftmaxTopK, cflowfmt.RoutingSoftmaxTopKNorm}},
 	"gemma3_text": {name: "gemma3", neox: true, qkNorm: true, postNorms: true, sliding: true, gelu: true, embScale: true},
+	"gemma4_text": {name: "gemma4", neox: true, qkNorm: true, postNorms: true, sliding: true, gelu: true, embScale: true, gemma4: true,
+		routings: []string{cflowfmt.RoutingSoftmaxTopKNorm}},
 }
 
 // archOf picks the llama.cpp architecture of a model: by its family name,
@@ -65,6 +71,9 @@ func Notes(m *cflowfmt.Model) []string {
 	if a.gelu {
 		out = append(out, "llama.cpp's CPU GeLU uses an f16 lookup table: logits differ by ~1e-3 relative")
 	}
+	if a.gemma4 && m.Header.NumExperts > 0 {
+		out = append(out, "llama.cpp applies router.scale and d^-1/2 in its own order (cflow stores their product): router logits differ in the last bits")
+	}
 	if s := md.F32(cflowfmt.KeyAttnScale, 0); s != 0 && a.name == "gemma3" {
 		out = append(out, fmt.Sprintf("llama.cpp's gemma3 fixes the attention scale at head_dim^-1/2 = %g (27B: (d/H)^-1/2); the file's query_pre_attn_scalar gives %g", 1/sqrtf(float32(h.HeadDim)), s))
 	}
@@ -87,15 +96,25 @@ func checkArch(m *cflowfmt.Model, a *arch) error {
 	}
 	allowed := map[string]bool{
 		cflowfmt.FeatBias: a.biases, cflowfmt.FeatQKNorm: a.qkNorm, cflowfmt.FeatPostNorms: a.postNorms,
-		cflowfmt.FeatEmbedScale: a.embScale, cflowfmt.FeatAttnScale: a.name == "gemma3",
-		cflowfmt.FeatRopeScaling: true, cflowfmt.FeatMoERouting: len(a.routings) > 0,
+		cflowfmt.FeatEmbedScale: a.embScale, cflowfmt.FeatAttnScale: a.name == "gemma3" || a.gemma4,
+		cflowfmt.FeatRopeScaling: !a.gemma4, cflowfmt.FeatMoERouting: len(a.routings) > 0,
+		cflowfmt.FeatKVHeadsPerKind: a.gemma4, cflowfmt.FeatMoEInputs: a.gemma4, cflowfmt.FeatExpertScale: a.gemma4,
+		cflowfmt.FeatFFNSumNorm: a.gemma4, cflowfmt.FeatLayerScalar: a.gemma4,
 	}
 	for f := range feats {
 		if !allowed[f] {
 			return bad("feature %q has no %s equivalent", f, a.name)
 		}
 	}
-	if flags := h.FeatureFlags &^ (cflowfmt.FlagTiedEmbed | cflowfmt.FlagFeatures); a.gelu {
+	if flags := h.FeatureFlags &^ (cflowfmt.FlagTiedEmbed | cflowfmt.FlagFeatures); a.gemma4 {
+		if flags != cflowfmt.FlagGELU|cflowfmt.FlagEmbedScale|cflowfmt.FlagVNorm {
+			return bad("feature flags %#x: gemma4 is GeLU with the embedding scale and the V-norm", h.FeatureFlags)
+		}
+		if s := md.F32(cflowfmt.KeyAttnScale, 1); s != 1 {
+			return bad("attention scale %v (llama.cpp's gemma4 uses 1)", s)
+		}
+		return nil
+	} else if a.gelu {
 		if flags != cflowfmt.FlagGELU|cflowfmt.FlagEmbedScale {
 			return bad("feature flags %#x: %s is GeLU with the embedding scale", h.FeatureFlags, a.name)
 		}

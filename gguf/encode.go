@@ -136,4 +136,16 @@ func (l *kvList) i32s(k string, v []int32) {
 	*l = append(*l, kv{k, b})
 }
 
+func (l *kvList) bools(k string, v []bool) {
+	b := arrayHead(TypeBool, len(v))
+	for _, x := range v {
+		c := byte(0)
+		if x {
+			c = 1
+		}
+		b = append(b, c)
+	}
+	*l = append(*l, kv{k, b})
+}
+
 func alignUp(n int64) int64 { return (n + Alignment - 1) / Alignment * Alignment }

@@ -37,7 +37,7 @@ func Supported(m *cflowfmt.Model) error {
 		return bad("block iterations %d", m.Meta.U32(cflowfmt.KeyBlockIterations, 1))
 	case h.DenseDelay != 0 || h.ExpertDelay != 0:
 		return bad("dense/expert delays %d/%d", h.DenseDelay, h.ExpertDelay)
-	case (h.IntermediateSize > 0) == (h.NumExperts > 0):
+	case (h.IntermediateSize > 0) == (h.NumExperts > 0) && !a.gemma4:
 		return bad("need exactly one of a dense FFN (%d) and experts (%d)", h.IntermediateSize, h.NumExperts)
 	case len(m.Layers) != int(h.NumLayers):
 		return bad("model has %d layers, header says %d", len(m.Layers), h.NumLayers)
@@ -89,15 +89,19 @@ func metadata(m *cflowfmt.Model, opt Options) (kvList, error) {
 	l.u32(p+"embedding_length", h.HiddenSize)
 	l.u32(p+"block_count", h.NumLayers)
 	ffn := h.IntermediateSize
-	if h.NumExperts > 0 {
+	if h.NumExperts > 0 && !a.gemma4 {
 		ffn = h.ExpertIntermediateSize
 	}
 	l.u32(p+"feed_forward_length", ffn)
 	l.u32(p+"attention.head_count", uint32(h.NumHeads))
-	l.u32(p+"attention.head_count_kv", uint32(h.NumKVHeads))
-	l.u32(p+"attention.key_length", uint32(h.HeadDim))
-	l.u32(p+"attention.value_length", uint32(h.HeadDim))
-	l.u32(p+"rope.dimension_count", uint32(h.HeadDim))
+	if a.gemma4 {
+		gemma4Keys(&l, p, h, md)
+	} else {
+		l.u32(p+"attention.head_count_kv", uint32(h.NumKVHeads))
+		l.u32(p+"attention.key_length", uint32(h.HeadDim))
+		l.u32(p+"attention.value_length", uint32(h.HeadDim))
+		l.u32(p+"rope.dimension_count", uint32(h.HeadDim))
+	}
 	// Defaults are the runtime's, so both engines see the same numbers.
 	l.f32(p+"attention.layer_norm_rms_epsilon", md.F32(cflowfmt.KeyRMSEps, 1e-6))
 	theta := md.F32(cflowfmt.KeyRopeTheta, 10000)
@@ -106,9 +110,11 @@ func metadata(m *cflowfmt.Model, opt Options) (kvList, error) {
 		// full layers'.
 		l.f32(p+"rope.freq_base", md.F32(cflowfmt.KeyRopeThetaGlobal, theta))
 		l.f32(p+"rope.freq_base_swa", theta)
-		period, _ := swaPeriod(md.Bytes(cflowfmt.KeyLayerKinds))
 		l.u32(p+"attention.sliding_window", h.SlidingWindow)
-		l.u32(p+"attention.sliding_window_pattern", uint32(period))
+		if !a.gemma4 {
+			period, _ := swaPeriod(md.Bytes(cflowfmt.KeyLayerKinds))
+			l.u32(p+"attention.sliding_window_pattern", uint32(period))
+		}
 	} else {
 		l.f32(p+"rope.freq_base", theta)
 	}

@@ -32,6 +32,8 @@ func TestLlamaCppFamilies(t *testing.T) {
 	simple := llamaSimple(t)
 	root := repoRoot(t)
 	dirs, _ := filepath.Glob(filepath.Join(root, "golden", "families", "fixtures", "*", "config.json"))
+	g4, _ := filepath.Glob(filepath.Join(root, "golden", "gemma4_text", "fixtures", "*", "config.json"))
+	dirs = append(dirs, g4...)
 	if len(dirs) == 0 {
 		t.Skip("no golden/families fixtures")
 	}
@@ -42,8 +44,20 @@ func TestLlamaCppFamilies(t *testing.T) {
 			cfg := readConfig(t, dir)
 			n := 10
 			bos, eos := tokenID(cfg, "bos_token_id", 1), tokenID(cfg, "eos_token_id", 2)
-			prompt := tracePrompt(t, filepath.Join(root, "golden", "families", "traces", filepath.Base(dir)+"_f32.json"), bos)
+			traces := filepath.Join(filepath.Dir(filepath.Dir(dir)), "traces")
+			prompt := tracePrompt(t, filepath.Join(traces, filepath.Base(dir)+"_f32.json"), bos)
+			if tc, ok := cfg["text_config"].(map[string]any); ok {
+				bos, eos = tokenID(tc, "bos_token_id", bos), tokenID(tc, "eos_token_id", eos)
+			}
 			switch mt, _ := cfg["model_type"].(string); mt {
+			case "gemma4_text", "gemma4":
+				// llama.cpp's gemma4 scales the embedding by √d in f32.
+				set := map[string]any{"dtype": "float32"}
+				if tc, ok := cfg["text_config"].(map[string]any); ok {
+					tc["dtype"] = "float32"
+					set = map[string]any{"text_config": tc, "dtype": "float32"}
+				}
+				dir = llamaCppView(t, dir, cfg, set)
 			case "mistral":
 				if w, ok := cfg["sliding_window"].(float64); ok {
 					n, prompt = min(n, int(w)), []int{bos}

@@ -3,6 +3,7 @@ package gguf
 import (
 	"fmt"
 	"math"
+	"sort"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/quant"
@@ -60,13 +61,32 @@ func tensors(m *cflowfmt.Model, opt Options) ([]tensor, error) {
 	if f := ropeFreqFactors(m); f != nil {
 		vecN("rope_freqs.weight", f, len(f), nil)
 	}
+	if a.gemma4 {
+		f := gemma4RopeFreqs(h, m.Meta)
+		vecN("rope_freqs.weight", f, len(f), nil)
+	}
 	for l, ly := range m.Layers {
 		p := fmt.Sprintf("blk.%d.", l)
 		vec(p+"attn_norm.weight", ly.AttnNorm)
 		mat(p+"attn_q.weight", ly.QKV, cflowfmt.MatQ, l, rope)
 		mat(p+"attn_k.weight", ly.QKV, cflowfmt.MatK, l, rope)
-		mat(p+"attn_v.weight", ly.QKV, cflowfmt.MatV, l, nil)
+		if len(pick(ly.QKV, cflowfmt.MatV)) > 0 {
+			mat(p+"attn_v.weight", ly.QKV, cflowfmt.MatV, l, nil)
+		}
 		mat(p+"attn_output.weight", ly.O, cflowfmt.MatO, l, nil)
+		if a.gemma4 {
+			rows, _ := cflowfmt.MatrixShape(h, m.Meta, l, cflowfmt.MatQ)
+			lh := rows / int(h.NumHeads)
+			names := gemma4Vectors(h.NumExperts > 0)
+			size := map[string]int{cflowfmt.VecQNorm: lh, cflowfmt.VecKNorm: lh, cflowfmt.VecExpertScale: int(h.NumExperts), cflowfmt.VecLayerScalar: 1}
+			for _, role := range sortedKeys(names) {
+				n, ok := size[role]
+				if !ok {
+					n = d
+				}
+				vecN(p+names[role], gemma4Vector(h, role, meta(l, role)), n, nil)
+			}
+		}
 		for _, b := range []struct {
 			name, key string
 			n         int
@@ -79,7 +99,7 @@ func tensors(m *cflowfmt.Model, opt Options) ([]tensor, error) {
 			{"attn_q_norm.weight", cflowfmt.VecQNorm, hd, nil}, {"attn_k_norm.weight", cflowfmt.VecKNorm, hd, nil},
 			{"post_attention_norm.weight", cflowfmt.VecPostAttnNorm, d, nil}, {"post_ffw_norm.weight", cflowfmt.VecPostFFNNorm, d, nil},
 		} {
-			if v := meta(l, b.key); v != nil {
+			if v := meta(l, b.key); v != nil && !a.gemma4 {
 				vecN(p+b.name, v, b.n, b.rowOf)
 			}
 		}
@@ -88,10 +108,12 @@ func tensors(m *cflowfmt.Model, opt Options) ([]tensor, error) {
 			norm = ly.MoENorm
 		}
 		vec(p+"ffn_norm.weight", norm)
-		if h.NumExperts == 0 {
+		if h.IntermediateSize > 0 {
 			mat(p+"ffn_gate.weight", ly.GateUp, cflowfmt.MatGate, l, nil)
 			mat(p+"ffn_up.weight", ly.GateUp, cflowfmt.MatUp, l, nil)
 			mat(p+"ffn_down.weight", ly.Down, cflowfmt.MatDown, l, nil)
+		}
+		if h.NumExperts == 0 {
 			continue
 		}
 		mat(p+"ffn_gate_inp.weight", ly.Router, cflowfmt.MatRouter, l, nil)
@@ -181,5 +203,14 @@ func Padded(m *cflowfmt.Model) []string {
 			out = append(out, t.name)
 		}
 	}
+	return out
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
 	return out
 }
