@@ -60,3 +60,28 @@ func TestGemma4MoELayersAboutOnePointFive(t *testing.T) {
 		t.Errorf("whole model %.3f×, want between 1 and 1.5", r.Reduction)
 	}
 }
+
+// TestGemma4RealGeometry: the real 26B-A4B's per-layer streams from its
+// shapes (q/o 16 heads × 256 or 512, K and V 8 × 256 on sliding layers, one
+// K = V projection of 2 × 512 on full ones, MLP 3·d·2112, 8 of 128 experts
+// 3·d·704 each, at 0.5 B/param), and no reduction: the model runs its
+// streams in order.
+func TestGemma4RealGeometry(t *testing.T) {
+	r, err := Preset("gemma4_26b_a4b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const d = 2816.0
+	for _, p := range r.Passes {
+		attn := (d*4096*2 + 2*d*2048) / 2
+		if p.Kind == "full" {
+			attn = (d*8192*2 + d*1024) / 2
+		}
+		if p.Attn != attn || p.Dense != 3*d*2112/2 || p.Expert != 8*3*d*704/2 {
+			t.Errorf("layer %d (%s): %+v, want attn %v", p.Layer, p.Kind, p.StreamBytes, attn)
+		}
+	}
+	if r.Reduction != 1 || len(r.Passes) != 30 {
+		t.Errorf("%d passes, reduction %v", len(r.Passes), r.Reduction)
+	}
+}

@@ -59,6 +59,7 @@ var presets = map[string]preset{
 			NumExperts: 8, TopK: 2, ExpertIntermediateSize: 4096, DenseDelay: 1, ExpertDelay: 2, CombineStyle: cflowfmt.DelayedSum}
 		return FromHeaderGeometry("arch2_4_8k_16l", &h, 1, nil, q4BytesPerParam)
 	}},
+	"gemma4_26b_a4b": {"the real Gemma 4 26B-A4B as transformers defines it (gemma4_text): d 2816, 30 layers (25 sliding: 16 heads of 256, 8 KV heads; 5 full: 16 heads of 512, 2 KV heads, K = V), every layer the MLP 2112 and 128 experts top-8 of 704, sequential (no delays)", gemma4RealModel},
 	"gemma4": {"Gemma 4 26B-A4B geometry (d 2816, FFN 2112, 128 experts top-8 of 704, 25 sliding + 5 full layers) under the report's §6.2 hypothetical δd=1 δe=2; see gemma4Model for the attention assumptions", gemma4Model},
 }
 
@@ -89,6 +90,33 @@ func gemma4Model() Model {
 	m.Kinds = kinds
 	m.Params = plan.Params{Layers: 30, BlockIterations: 1, DenseDelay: 1, ExpertDelay: 2,
 		Combine: cflowfmt.DelayedSum, HasDense: true, HasMoE: true}
+	return m
+}
+
+// gemma4RealModel is the 26B-A4B as the gemma4_text family converts it:
+// every layer reads its attention, the MLP and 8 of 128 experts in order,
+// so the critical path is the whole token (no delayed stream). Set beside
+// the gemma4 preset (the report's §6.2 hypothetical) it shows what the
+// delays would buy on the real geometry.
+func gemma4RealModel() Model {
+	const d, ff, ed, H = 2816.0, 2112.0, 704.0, 16.0
+	m := Model{Name: "gemma4_26b_a4b", Quant: "0.5 B/param"}
+	var kinds []string
+	for l := 0; l < 30; l++ {
+		b := StreamBytes{Dense: 3 * d * ff * q4BytesPerParam, Expert: 8 * 3 * d * ed * q4BytesPerParam}
+		if l%6 == 5 {
+			kinds = append(kinds, "full")
+			q, k := H*512, 2*512.0
+			b.Attn = (d*q + d*k + q*d) * q4BytesPerParam // K = V: no v_proj
+		} else {
+			kinds = append(kinds, "sliding")
+			q, kv := H*256, 8*256.0
+			b.Attn = (d*q + 2*d*kv + q*d) * q4BytesPerParam
+		}
+		m.Layers = append(m.Layers, b)
+	}
+	m.Kinds = kinds
+	m.Params = plan.Params{Layers: 30, BlockIterations: 1, Combine: cflowfmt.PreNorm, HasDense: true, HasMoE: true}
 	return m
 }
 
