@@ -60,7 +60,7 @@ var presets = map[string]preset{
 		return FromHeaderGeometry("arch2_4_8k_16l", &h, 1, nil, q4BytesPerParam)
 	}},
 	"gemma4_26b_a4b": {"the real Gemma 4 26B-A4B as transformers defines it (gemma4_text): d 2816, 30 layers (25 sliding: 16 heads of 256, 8 KV heads; 5 full: 16 heads of 512, 2 KV heads, K = V), every layer the MLP 2112 and 128 experts top-8 of 704, sequential (no delays)", gemma4RealModel},
-	"gemma4": {"Gemma 4 26B-A4B geometry (d 2816, FFN 2112, 128 experts top-8 of 704, 25 sliding + 5 full layers) under the report's §6.2 hypothetical δd=1 δe=2; see gemma4Model for the attention assumptions", gemma4Model},
+	"gemma4":         {"Gemma 4 26B-A4B geometry (d 2816, FFN 2112, 128 experts top-8 of 704, 25 sliding + 5 full layers) under the report's §6.2 hypothetical δd=1 δe=2; see gemma4Model for the attention assumptions", gemma4Model},
 }
 
 // gemma4Model follows §6.2: sliding layers cost B_attn = 4·d² (query and
