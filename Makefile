@@ -9,8 +9,13 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/cflowc
 
+# vet also compiles the claim2-tagged benchmark kernel (quant) and fails
+# when go.mod/go.sum are not tidy (`go mod tidy -diff` prints what it would
+# change).
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags claim2 ./quant
+	@$(GO) mod tidy -diff || (echo "go.mod/go.sum not tidy: run go mod tidy"; exit 1)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
 
 # The tokenizer reference (npm @lenml/tokenizers + four models' real

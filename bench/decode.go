@@ -85,7 +85,7 @@ func Run(m *cflowfmt.Model, cfg Config) (*Result, error) {
 	if err := decode(cfg.Warmup); err != nil {
 		return nil, err
 	}
-	r := &Result{Model: m.Path, Quant: h.QuantType.String(), Kernel: runtime.KernelName(), Threads: cfg.Threads, Tokens: cfg.Tokens}
+	r := &Result{Model: m.Path, Quant: h.QuantType.String(), Kernel: e.Kernel().Name(), Threads: cfg.Threads, Tokens: cfg.Tokens}
 	before := e.Stats()
 	if cfg.Profile != nil {
 		if err := pprof.StartCPUProfile(cfg.Profile); err != nil {

@@ -32,20 +32,19 @@ func ReadBandwidth(size int64, threads, passes int) Probe {
 		buf[i] = uint64(i)
 	}
 	p := Probe{Bytes: int64(len(buf)) * 8, Threads: threads}
-	readAll(buf, threads)
+	total := readAll(buf, threads)
 	for range passes {
 		t0 := time.Now()
-		readAll(buf, threads)
+		total += readAll(buf, threads)
 		p.GBs = append(p.GBs, float64(p.Bytes)/time.Since(t0).Seconds()/1e9)
 	}
+	// The sums must stay alive so the compiler cannot drop the reads.
+	runtime.KeepAlive(total)
 	p.Median = median(p.GBs)
 	buf = nil
 	runtime.GC()
 	return p
 }
-
-// sink keeps the sums alive so the compiler cannot drop the reads.
-var sink uint64
 
 // readAll sums buf with `threads` goroutines over contiguous shares and
 // returns the total (tests compare it with a plain loop).
@@ -68,7 +67,6 @@ func readAll(buf []uint64, threads int) uint64 {
 	for t := range threads {
 		total += sums[t*8]
 	}
-	sink += total
 	return total
 }
 

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"testing"
 )
 
@@ -55,9 +56,11 @@ func BenchmarkSum(b *testing.B) {
 		}
 		b.Run(map[int]string{32 << 10: "L1", 256 << 20: "DRAM"}[n], func(b *testing.B) {
 			b.SetBytes(int64(n))
+			var total uint64
 			for b.Loop() {
-				sink += sum(buf)
+				total += sum(buf)
 			}
+			runtime.KeepAlive(total)
 		})
 	}
 }

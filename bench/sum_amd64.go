@@ -2,9 +2,7 @@
 
 package bench
 
-import "golang.org/x/sys/cpu"
-
-var haveAVX2 = cpu.X86.HasAVX2
+import "github.com/cflow-dev/cflow/quant"
 
 // sumAVX2 adds n uint64 from p; n must be a multiple of 16.
 //
@@ -15,7 +13,7 @@ func sumAVX2(p *uint64, n int) uint64
 // with AVX2 (four 32-byte accumulators, 128 bytes per iteration).
 func sumFast(b []uint64) (int, uint64) {
 	n := len(b) &^ 15
-	if !haveAVX2 || n == 0 {
+	if !quant.CPU().AVX2 || n == 0 {
 		return 0, 0
 	}
 	return n, sumAVX2(&b[0], n)

@@ -12,8 +12,8 @@ import (
 	"github.com/cflow-dev/cflow/quant"
 )
 
-// Magic opens every .cflow file.
-var Magic = [8]byte{'C', 'F', 'L', 'O', 'W', 0, 0, 0}
+// Magic opens every .cflow file (8 bytes).
+const Magic = "CFLOW\x00\x00\x00"
 
 // Version is the only GlobalHeader version this package reads and writes.
 const Version = 5
@@ -89,7 +89,7 @@ func (h *Header) Has(flag uint8) bool { return h.FeatureFlags&flag != 0 }
 func (h *Header) MarshalBinary() ([]byte, error) {
 	b := make([]byte, HeaderSize)
 	le := binary.LittleEndian
-	copy(b[0:8], Magic[:])
+	copy(b[0:8], Magic)
 	le.PutUint32(b[8:], h.Version)
 	le.PutUint32(b[12:], h.HiddenSize)
 	le.PutUint32(b[16:], h.IntermediateSize)
@@ -125,8 +125,8 @@ func (h *Header) UnmarshalBinary(b []byte) error {
 	if len(b) < HeaderSize {
 		return &FormatError{Offset: int64(len(b)), What: fmt.Sprintf("file is %d bytes, shorter than the %d-byte header", len(b), HeaderSize)}
 	}
-	if [8]byte(b[0:8]) != Magic {
-		return &FormatError{Offset: 0, What: fmt.Sprintf("bad magic %q, want %q", b[0:8], Magic[:])}
+	if string(b[0:8]) != Magic {
+		return &FormatError{Offset: 0, What: fmt.Sprintf("bad magic %q, want %q", b[0:8], Magic)}
 	}
 	le := binary.LittleEndian
 	*h = Header{

@@ -20,7 +20,7 @@ const (
 )
 
 // MetaMagic and MetaVersion open the metadata section.
-var MetaMagic = [4]byte{'C', 'F', 'M', 'D'}
+const MetaMagic = "CFMD"
 
 const MetaVersion = 1
 
@@ -192,7 +192,7 @@ func (md *Metadata) F32s(key string) []float32 {
 // MarshalBinary encodes the section: magic, u32 version, u32 count, then per
 // entry u16 key length, key, u8 type, u32 value length, value.
 func (md *Metadata) MarshalBinary() ([]byte, error) {
-	b := append([]byte(nil), MetaMagic[:]...)
+	b := []byte(MetaMagic)
 	b = binary.LittleEndian.AppendUint32(b, MetaVersion)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(md.m)))
 	for _, k := range md.Keys() {
@@ -218,7 +218,7 @@ func ParseMetadata(b []byte, base int64) (*Metadata, error) {
 	if len(b) < 12 {
 		return nil, bad(0, "section of %d bytes is shorter than its 12-byte preamble", len(b))
 	}
-	if [4]byte(b[0:4]) != MetaMagic {
+	if string(b[0:4]) != MetaMagic {
 		return nil, bad(0, "bad magic %q", b[0:4])
 	}
 	if v := binary.LittleEndian.Uint32(b[4:]); v != MetaVersion {

@@ -172,34 +172,24 @@ func encodeJob(j *job, scratch []float32) {
 		b := *j.bufs[i]
 		j.tiles[i] = quant.Tile{Type: o.q, Rows: rows, Cols: cols, Scales: b[:sb:sb], Data: b[sb : sb+db : sb+db]}
 	}
-	o := j.ops[0]
-	if o.t.dt == dtF16 && o.q != quant.F32 && useGroupAsm {
+	if o := j.ops[0]; o.t.dt == dtF16 && o.q != quant.F32 {
 		encodeF16Stripe(j)
 		return
 	}
 	for i, o := range j.ops {
 		t := &j.tiles[i]
-		if o.t.dt == dtF16 && o.q != quant.F32 {
-			encodeF16(t, o.t, o.r0, o.c0)
-			continue
-		}
 		w := scratch[:t.Rows*t.Cols]
 		o.t.block(w, o.r0, t.Rows, o.c0, t.Cols)
-		encodeTile(t, w)
+		quant.EncodeInto(t, w, t.Cols)
 	}
 }
 
 // encodeF16Stripe walks the stripe row by row across all its tiles, so
 // each checkpoint row is read front to back once.
 func encodeF16Stripe(j *job) {
-	o := j.ops[0]
-	for r := 0; r < int(o.th.Rows); r++ {
-		sr := o.r0 + r
-		if o.t.rowOf != nil {
-			sr = o.t.rowOf(sr)
-		}
+	for r := 0; r < int(j.ops[0].th.Rows); r++ {
 		for i, oi := range j.ops {
-			encodeF16RowAsm(&j.tiles[i], o.t, r, sr, oi.c0)
+			quant.EncodeRowF16(&j.tiles[i], r, oi.t.rowF16(oi.r0+r, oi.c0, j.tiles[i].Cols))
 		}
 	}
 }

@@ -41,87 +41,11 @@ func encodeCases() [][]float32 {
 	return append(out, halves, special, make([]float32, 37*70))
 }
 
-// TestEncodeMatchesQuant holds the converter's fast encoder to quant's
-// reference encoder bit for bit (the golden/ contract lives there).
-func TestEncodeMatchesQuant(t *testing.T) {
-	forBothPaths(t, testEncodeMatchesQuant)
-}
-
-// forBothPaths runs a test with the assembly quantizers (when this CPU has
-// them) and with the Go ones.
-func forBothPaths(t *testing.T, f func(*testing.T)) {
-	defer func(v bool) { useGroupAsm = v }(useGroupAsm)
-	for _, asm := range []bool{true, false} {
-		if asm && !haveGroupAsm {
-			continue
-		}
-		useGroupAsm = asm
-		f(t)
-	}
-}
-
-func testEncodeMatchesQuant(t *testing.T) {
-	for _, q := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.F32} {
-		for ci, w := range encodeCases() {
-			for _, geo := range [][2]int{{37, 70}, {1, 32}, {5, 256}, {3, 31}} {
-				rows, cols := geo[0], geo[1]
-				blk := make([]float32, rows*cols)
-				for r := 0; r < rows; r++ {
-					copy(blk[r*cols:(r+1)*cols], w[r*70:r*70+cols])
-				}
-				want := quant.Encode(q, blk, rows, cols, cols)
-				got := quant.Tile{Type: q, Rows: rows, Cols: cols,
-					Scales: make([]byte, q.ScaleBytes(rows, cols)), Data: make([]byte, q.DataBytes(rows, cols))}
-				encodeTile(&got, blk)
-				if !bytes.Equal(got.Scales, want.Scales) || !bytes.Equal(got.Data, want.Data) {
-					t.Fatalf("%s case %d %dx%d: fast encoder differs from quant.Encode", q, ci, rows, cols)
-				}
-			}
-		}
-	}
-}
-
-func BenchmarkEncodeQ4(b *testing.B) {
-	w := encodeCases()[0][:128*16]
-	blk := make([]float32, 128*256)
-	for i := range blk {
-		blk[i] = w[i%len(w)]
-	}
-	tile := quant.Tile{Type: quant.Q4_0, Rows: 128, Cols: 256,
-		Scales: make([]byte, quant.Q4_0.ScaleBytes(128, 256)), Data: make([]byte, quant.Q4_0.DataBytes(128, 256))}
-	b.SetBytes(128 * 256 * 2)
-	for b.Loop() {
-		encodeTile(&tile, blk)
-	}
-}
-
-func BenchmarkEncodeQ4Go(b *testing.B) {
-	defer func(v bool) { useGroupAsm = v }(useGroupAsm)
-	useGroupAsm = false
-	BenchmarkEncodeQ4(b)
-}
-
-func BenchmarkEncodeQ4Reference(b *testing.B) {
-	blk := make([]float32, 128*256)
-	for i := range blk {
-		blk[i] = float32(i%97) - 48
-	}
-	tile := quant.Tile{Type: quant.Q4_0, Rows: 128, Cols: 256,
-		Scales: make([]byte, quant.Q4_0.ScaleBytes(128, 256)), Data: make([]byte, quant.Q4_0.DataBytes(128, 256))}
-	b.SetBytes(128 * 256 * 2)
-	for b.Loop() {
-		quant.EncodeInto(&tile, blk, 256)
-	}
-}
-
-// TestEncodeF16MatchesQuant: the fused f16 path equals converting to f32
-// and running quant.Encode, including permuted rows, short groups and
-// non-finite values.
+// TestEncodeF16MatchesQuant: the f16 rows the converter hands
+// quant.EncodeRowF16 give what converting to f32 and running quant.Encode
+// gives, including permuted rows, short groups and non-finite values
+// (quant's tests hold both encoders to the contract).
 func TestEncodeF16MatchesQuant(t *testing.T) {
-	forBothPaths(t, testEncodeF16MatchesQuant)
-}
-
-func testEncodeF16MatchesQuant(t *testing.T) {
 	for ci, w := range encodeCases() {
 		rows, cols := 37, 70
 		v := make([]float32, rows*cols)
@@ -157,17 +81,10 @@ func testEncodeF16MatchesQuant(t *testing.T) {
 	}
 }
 
-// BenchmarkGroupF16 times the fused f16 → Q4_0 path on one cached tile.
-func BenchmarkGroupF16(b *testing.B) {
-	v := make([]float32, 128*256)
-	for i := range v {
-		v[i] = float32(i%97-48) / 1000
-	}
-	tn, _ := newTensor("w", "bench", dtF16, []int{128, 256}, encodeAs("F16", v))
-	tile := quant.Tile{Type: quant.Q4_0, Rows: 128, Cols: 256,
-		Scales: make([]byte, quant.Q4_0.ScaleBytes(128, 256)), Data: make([]byte, quant.Q4_0.DataBytes(128, 256))}
-	b.SetBytes(128 * 256 * 2)
-	for b.Loop() {
-		encodeF16(&tile, tn, 0, 0)
+// encodeF16 quantizes a tile from an f16 tensor's rows as the converter's
+// stripe walk does.
+func encodeF16(tile *quant.Tile, t *tensor, r0, c0 int) {
+	for r := 0; r < tile.Rows; r++ {
+		quant.EncodeRowF16(tile, r, t.rowF16(r0+r, c0, tile.Cols))
 	}
 }

@@ -91,7 +91,7 @@ func TestSafetensorsUnsupportedDtype(t *testing.T) {
 // TestShardedBF16 converts a sharded bf16 checkpoint from the synthetic
 // generator and checks it against the same model written as one f32 file.
 func TestShardedBF16(t *testing.T) {
-	g := Geometries["tiny"]
+	g, _ := GeometryByName("tiny")
 	dir := t.TempDir()
 	if err := Synthesize(filepath.Join(dir, "bf16"), SynthOptions{Geometry: g, DType: "bf16", Seed: 3, Shards: 3}); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/quant"
 )
 
 // Geometry is a Llama-shaped model size for synthetic checkpoints.
@@ -19,10 +20,10 @@ type Geometry struct {
 	Hidden, Layers, FFN, Heads, KVHeads, Vocab int
 }
 
-// Geometries are the named sizes `cflowc dev synth --geometry` accepts:
+// geometries are the named sizes `cflowc dev synth --geometry` accepts:
 // "tinyllama" is TinyLlama-1.1B (2.2 GB in f16), the throughput benchmark;
 // "tiny" is for quick checks.
-var Geometries = map[string]Geometry{
+var geometries = map[string]Geometry{
 	"tinyllama": {Hidden: 2048, Layers: 22, FFN: 5632, Heads: 32, KVHeads: 4, Vocab: 32000},
 	"tiny":      {Hidden: 256, Layers: 2, FFN: 688, Heads: 8, KVHeads: 2, Vocab: 1000},
 }
@@ -178,7 +179,7 @@ func fillRandom(w io.Writer, dt string, n int, seed uint64, norm bool) error {
 					binary.LittleEndian.PutUint16(b[2*(i+j):], h)
 					continue
 				}
-				f = f16LUT()[h]
+				f = quant.F16ToF32(h)
 				if dt == "BF16" {
 					binary.LittleEndian.PutUint16(b[2*(i+j):], uint16(math.Float32bits(f)>>16))
 				} else {
@@ -194,10 +195,17 @@ func fillRandom(w io.Writer, dt string, n int, seed uint64, norm bool) error {
 	return nil
 }
 
-// GeometryNames lists Geometries' keys for help text.
+// GeometryByName looks up a size `cflowc dev synth --geometry` accepts
+// (GeometryNames lists them).
+func GeometryByName(name string) (Geometry, bool) {
+	g, ok := geometries[name]
+	return g, ok
+}
+
+// GeometryNames lists the geometries' names for help text.
 func GeometryNames() []string {
 	var out []string
-	for k := range Geometries {
+	for k := range geometries {
 		out = append(out, k)
 	}
 	sort.Strings(out)

@@ -19,23 +19,30 @@ type MoEGeometry struct {
 	DenseDelay, ExpertDelay  int
 }
 
-// MoEGeometries are the sizes `cflowc dev synth-moe --geometry` accepts.
+// moeGeometries are the sizes `cflowc dev synth-moe --geometry` accepts.
 // "arch2_4-2k" is the disk-tier benchmark of docs/PERFORMANCE.md's expert
 // I/O section: the report's arch2_4 shape at d 2048 with a 3.6 GB Q4_0
 // expert bank (16 layers × 32 experts of width 2048, top-2), too large to
 // stay cached next to everything else and read with O_DIRECT anyway;
 // "tiny" is for tests.
-var MoEGeometries = map[string]MoEGeometry{
+var moeGeometries = map[string]MoEGeometry{
 	"arch2_4-2k": {Geometry: Geometry{Hidden: 2048, Layers: 16, FFN: 8192, Heads: 16, KVHeads: 4, Vocab: 32000},
 		Experts: 32, TopK: 2, ExpertFFN: 2048, DenseDelay: 1, ExpertDelay: 2},
 	"tiny": {Geometry: Geometry{Hidden: 256, Layers: 4, FFN: 512, Heads: 8, KVHeads: 2, Vocab: 1000},
 		Experts: 8, TopK: 2, ExpertFFN: 256, DenseDelay: 1, ExpertDelay: 2},
 }
 
-// MoEGeometryNames lists MoEGeometries' keys for help text.
+// MoEGeometryByName looks up a size `cflowc dev synth-moe --geometry`
+// accepts (MoEGeometryNames lists them).
+func MoEGeometryByName(name string) (MoEGeometry, bool) {
+	g, ok := moeGeometries[name]
+	return g, ok
+}
+
+// MoEGeometryNames lists the MoE geometries' names for help text.
 func MoEGeometryNames() []string {
 	var out []string
-	for k := range MoEGeometries {
+	for k := range moeGeometries {
 		out = append(out, k)
 	}
 	sort.Strings(out)

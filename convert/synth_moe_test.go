@@ -14,7 +14,7 @@ import (
 // with the geometry's experts, top-k, widths and delays, and every layer
 // has an expert range per expert of the expected Q4_0 size.
 func TestSynthesizeMoE(t *testing.T) {
-	g := MoEGeometries["tiny"]
+	g, _ := MoEGeometryByName("tiny")
 	dir := t.TempDir()
 	ck, out := filepath.Join(dir, "ck"), filepath.Join(dir, "m.cflow")
 	if err := SynthesizeMoE(ck, g, SynthOptions{Seed: 3}); err != nil {

@@ -4,9 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"sync"
 
-	"github.com/x448/float16"
+	"github.com/cflow-dev/cflow/quant"
 )
 
 // dtype is the element type of a checkpoint tensor; only the three the
@@ -73,33 +72,10 @@ func newTensor(name, file string, dt dtype, shape []int, data []byte) (*tensor, 
 // bytes is the tensor's size in the checkpoint, for throughput accounting.
 func (t *tensor) bytes() int64 { return int64(len(t.data)) }
 
-var (
-	f16Once  sync.Once
-	f16Table *[1 << 16]float32
-)
-
-// f16LUT returns a 256 KiB table from f16 bits to f32. A lookup is several
-// times faster than float16.Float32's bit twiddling, and conversion is on the
-// critical path of every f16 checkpoint.
-func f16LUT() *[1 << 16]float32 {
-	f16Once.Do(func() {
-		var t [1 << 16]float32
-		for i := range t {
-			t[i] = float16.Frombits(uint16(i)).Float32()
-		}
-		f16Table = &t
-	})
-	return f16Table
-}
-
 // block converts rows [r0, r0+nr) × cols [c0, c0+nc) to f32 in dst with row
 // stride nc.
 func (t *tensor) block(dst []float32, r0, nr, c0, nc int) {
 	es := t.dt.size()
-	var lut *[1 << 16]float32
-	if t.dt == dtF16 {
-		lut = f16LUT()
-	}
 	for i := 0; i < nr; i++ {
 		r := r0 + i
 		if t.rowOf != nil {
@@ -114,7 +90,7 @@ func (t *tensor) block(dst []float32, r0, nr, c0, nc int) {
 			}
 		case dtF16:
 			for j := range out {
-				out[j] = lut[binary.LittleEndian.Uint16(src[2*j:])]
+				out[j] = quant.F16ToF32(binary.LittleEndian.Uint16(src[2*j:]))
 			}
 		case dtBF16:
 			for j := range out {

@@ -20,6 +20,7 @@ import (
 	"math"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/quant"
 	"github.com/cflow-dev/cflow/runtime"
 	"github.com/cflow-dev/cflow/tokenizer"
 )
@@ -47,6 +48,9 @@ type Options struct {
 	Threads int
 	// Progress, when set, is called after each chunk.
 	Progress func(doneTokens, totalTokens int)
+	// Kernel is the engine's dot kernel; nil is quant.DefaultKernel().
+	// verify.Kernel() keeps activations in f32, as the replay references do.
+	Kernel *quant.Kernel
 }
 
 // DefaultCtx is the model's maximum sequence length, at most MaxDefaultCtx.
@@ -82,7 +86,7 @@ func Text(m *cflowfmt.Model, text []byte, opt Options) (*Result, error) {
 	if ctx == 0 {
 		ctx = DefaultCtx(&m.Header)
 	}
-	e, err := runtime.New(m, runtime.Options{Threads: opt.Threads})
+	e, err := runtime.New(m, runtime.Options{Threads: opt.Threads, Kernel: opt.Kernel})
 	if err != nil {
 		return nil, err
 	}

@@ -70,15 +70,6 @@ func convertTrained(t *testing.T, arch, ext string, q quant.Type) *cflowfmt.Mode
 
 func relErr(got, want float64) float64 { return math.Abs(got-want) / math.Abs(want) }
 
-// withFloatKernel runs f with activations kept in f32 (what the *_replay
-// references assume), then restores the default kernel.
-func withFloatKernel(f func()) {
-	prev := quant.KernelName()
-	verify.EnsureFloatKernel()
-	defer quant.SetKernel(prev)
-	f()
-}
-
 // TestTrainedPPL: on the committed trained checkpoints and the first 1 KB of
 // the test split, the Go perplexity matches golden/train/eval.py's PyTorch
 // numbers: the F32 file within 0.1% of the f32 reference (in fact ~1e-6),
@@ -123,7 +114,7 @@ func TestTrainedPPL(t *testing.T) {
 				}
 				gap := relErr(r.PPL, f32.PPL)
 				t.Logf("%s %s (kernel %s): ppl %.5f bits/byte %.5f; f32 reference ppl %.5f, gap %+.3f%%",
-					arch, q, quant.KernelName(), r.PPL, r.BitsPerByte, f32.PPL, 100*(r.PPL/f32.PPL-1))
+					arch, q, quant.DefaultKernel(), r.PPL, r.BitsPerByte, f32.PPL, 100*(r.PPL/f32.PPL-1))
 				switch q {
 				case quant.F32:
 					if gap > 1e-3 || relErr(r.BitsPerByte, f32.BitsPerByte) > 1e-3 {
@@ -144,15 +135,13 @@ func TestTrainedPPL(t *testing.T) {
 					continue // the replay checks run on one model, to keep the test fast
 				}
 				replay := ref.Head[map[quant.Type]string{quant.Q8_0: "q8_replay", quant.Q4_0: "q4_replay"}[q]]
-				withFloatKernel(func() {
-					rf, err := Text(m, text, Options{Threads: 2})
-					if err != nil {
-						t.Fatal(err)
-					}
-					if g := relErr(rf.PPL, replay.PPL); g > 1e-3 {
-						t.Errorf("%s with f32 activations: ppl %.6f vs replay reference %.6f (%.3f%%)", q, rf.PPL, replay.PPL, 100*g)
-					}
-				})
+				rf, err := Text(m, text, Options{Threads: 2, Kernel: verify.Kernel()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if g := relErr(rf.PPL, replay.PPL); g > 1e-3 {
+					t.Errorf("%s with f32 activations: ppl %.6f vs replay reference %.6f (%.3f%%)", q, rf.PPL, replay.PPL, 100*g)
+				}
 			}
 			// A short context exercises many chunks: the reference pins ctx 64.
 			if r64, ok := ref.Head["f32_ctx64"]; ok && arch == "llama" {

@@ -87,14 +87,12 @@ func (m *matrix) matvec(v *Vec, x, y []float32, laps *[]time.Duration) {
 func benchMatrix(b *testing.B, m *matrix) {
 	for _, name := range allPaths {
 		b.Run("kernel="+name, func(b *testing.B) {
-			if !slices.Contains(Kernels(), name) {
-				b.Skipf("kernel %s not available", name)
+			k, err := KernelByName(name)
+			if err != nil {
+				b.Skip(err)
 			}
-			def := KernelName()
-			defer func() { _ = SetKernel(def) }()
-			_ = SetKernel(name)
 			x := randActivation(rand.New(rand.NewPCG(1, 1)), 0, m.cols)[:m.cols]
-			v, y := NewVec(m.cols), make([]float32, m.rows)
+			v, y := k.NewVec(m.cols), make([]float32, m.rows)
 			m.matvec(v, x, y, nil) // warm caches and page tables
 			ct := (m.cols + MaxTileCols - 1) / MaxTileCols
 			laps := make([]time.Duration, 0, b.N*len(m.tiles)/ct)
@@ -188,19 +186,17 @@ func BenchmarkStripe(b *testing.B) {
 }
 
 // BenchmarkVecSet is the once-per-product preparation cost for a 4096-wide
-// activation under the active kernel.
+// activation under each kernel.
 func BenchmarkVecSet(b *testing.B) {
 	b.ReportAllocs()
 	x := randActivation(rand.New(rand.NewPCG(1, 1)), 0, 4096)[:4096]
 	for _, name := range allPaths {
 		b.Run("kernel="+name, func(b *testing.B) {
-			if !slices.Contains(Kernels(), name) {
-				b.Skipf("kernel %s not available", name)
+			k, err := KernelByName(name)
+			if err != nil {
+				b.Skip(err)
 			}
-			def := KernelName()
-			defer func() { _ = SetKernel(def) }()
-			_ = SetKernel(name)
-			v := NewVec(len(x))
+			v := k.NewVec(len(x))
 			for range b.N {
 				v.Set(x)
 			}

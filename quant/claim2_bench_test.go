@@ -1,4 +1,4 @@
-//go:build !noasm
+//go:build claim2 && amd64 && !noasm
 
 package quant
 
@@ -17,12 +17,14 @@ import (
 //   - tiled: one call per 128×256 tile, tiles in file (stripe-major) order;
 //   - rowmajor: one call over the whole matrix, scales [rows][groups] and
 //     data [rows][groups·16], row by row across the full width;
-//   - tiled-dot: the production walk (quant.Dot, active kernel), for scale.
+//   - tiled-dot: the production walk (quant.Dot, default kernel), for scale.
 //
 // AVX2 is also what cachegrind can simulate (valgrind has no AVX-512).
-// Results go in docs/PERFORMANCE.md ("Claim 2"); no test asserts them:
+// The kernel and these benchmarks build only with the claim2 tag, so the
+// production binary does not carry them. Results go in docs/PERFORMANCE.md
+// ("Claim 2"); no test asserts them:
 //
-//	go test -run '^$' -bench Claim2 -benchtime 5x -count 5 ./quant
+//	go test -tags claim2 -run '^$' -bench Claim2 -benchtime 5x -count 5 ./quant
 
 // claim2Geometries are the report's (rows = output length, cols = input).
 var claim2Geometries = []struct {

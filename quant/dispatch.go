@@ -6,54 +6,71 @@ import (
 	"strings"
 )
 
-// kernel is one instruction-set path: a dot function per tile type. A path
-// whose int8 flag is set reads the Vec's int8 activations for Q4_0/Q8_0 and
-// uses fallback when the Vec was prepared without them.
-type kernel struct {
+// Kernel is one instruction-set path for the tile dots: a dot function per
+// tile type. An engine picks one (runtime.Options.Kernel) and prepares its
+// activation Vecs for it (Kernel.NewVec); nothing in the process switches
+// kernels behind an engine's back, so two engines in one process may run
+// different paths (verify's float replay beside a vnni decode).
+//
+// A path whose int8 flag is set rounds activations to int8 for Q4_0/Q8_0
+// tiles (its Vecs carry int8 views); F32 tiles always use float activations.
+type Kernel struct {
 	name     string
 	int8     bool
 	f32      dotFunc
 	q4       dotFunc
 	q8       dotFunc
-	fallback *kernel
+	float    *Kernel                  // the float-activation path of the same instruction set; nil: itself
 	quantize func(v *Vec, groups int) // nil: Vec.quantizeGo
 }
 
 // dotFunc adds one tile's product into y; Dot has checked the geometry.
 type dotFunc func(t *Tile, x *Vec, col int, y []float32)
 
+// EnvKernel names the environment variable that overrides the default
+// kernel (DefaultKernel), for benchmarks and for ruling a kernel out.
+const EnvKernel = "CFLOW_KERNEL"
+
+// scalarKernel is the pure-Go path: the scalar oracle on the prepared floats.
+var scalarKernel = &Kernel{name: "scalar", f32: dotGo, q4: dotGo, q8: dotGo}
+
 // kernels lists the paths this CPU and build can run, slowest first; the
-// last is the default. registerKernels (per-architecture file) appends to it.
-var kernels = []*kernel{scalarKernel}
+// last is the fastest. It is built at package init and never written again.
+var kernels = append([]*Kernel{scalarKernel}, archKernels(CPU())...)
 
-var scalarKernel = &kernel{name: "scalar", f32: dotGo, q4: dotGo, q8: dotGo}
+// defaultKernel is the fastest path, or the one CFLOW_KERNEL names; set at
+// package init and never written again.
+var defaultKernel = chooseDefault(os.Getenv(EnvKernel))
 
-// active is the one dispatch point. It is set at package init and changed
-// only by SetKernel, which tests and benchmarks call before any Dot.
-var active = scalarKernel
+func chooseDefault(env string) *Kernel {
+	fastest := kernels[len(kernels)-1]
+	if env == "" {
+		return fastest
+	}
+	k, err := KernelByName(env)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cflow: %s: %v; using %s\n", EnvKernel, err, fastest.name)
+		return fastest
+	}
+	return k
+}
 
 // dotGo is the pure-Go path: the scalar oracle on the prepared floats.
 func dotGo(t *Tile, x *Vec, col int, y []float32) {
 	DotScalar(t, x.x[col:col+t.Cols], y)
 }
 
-func init() {
-	registerKernels()
-	active = kernels[len(kernels)-1]
-	if name := os.Getenv("CFLOW_KERNEL"); name != "" {
-		if err := SetKernel(name); err != nil {
-			fmt.Fprintf(os.Stderr, "cflow: CFLOW_KERNEL: %v; using %s\n", err, active.name)
-		}
-	}
-}
+// DefaultKernel is the kernel engines use unless told otherwise: the fastest
+// path this CPU and build offer, or the one the CFLOW_KERNEL environment
+// variable names (an unknown name is reported on stderr and ignored).
+func DefaultKernel() *Kernel { return defaultKernel }
 
-// KernelName reports the dot-kernel path in use, for --version and run
-// summaries.
-func KernelName() string { return active.name }
+// Kernels lists the paths available on this CPU and build, slowest first
+// (the scalar oracle first), so tests and benchmarks can cover each one.
+func Kernels() []*Kernel { return append([]*Kernel(nil), kernels...) }
 
-// Kernels lists the paths available on this CPU and build, slowest first,
-// so tests and benchmarks can cover each one.
-func Kernels() []string {
+// KernelNames lists Kernels' names, for help texts and error messages.
+func KernelNames() []string {
 	names := make([]string, len(kernels))
 	for i, k := range kernels {
 		names[i] = k.name
@@ -61,37 +78,48 @@ func Kernels() []string {
 	return names
 }
 
-// SetKernel forces a path by name (one of Kernels()). It is not safe to call
-// concurrently with Dot; Vecs prepared before the switch should be Set again
-// (an int8 path given a float-only Vec computes with floats).
-func SetKernel(name string) error {
+// KernelByName finds a path by the name its Name method reports, so flags
+// and CFLOW_KERNEL can choose one.
+func KernelByName(name string) (*Kernel, error) {
 	for _, k := range kernels {
 		if k.name == name {
-			active = k
-			return nil
+			return k, nil
 		}
 	}
-	return fmt.Errorf("kernel %q not available here (have %s)", name, strings.Join(Kernels(), ", "))
+	return nil, fmt.Errorf("kernel %q not available here (have %s)", name, strings.Join(KernelNames(), ", "))
 }
 
-// KernelQuantizesActivations reports whether the active path rounds
-// activations to int8 for Q4_0/Q8_0 tiles. The runtime asks so it can force
-// a float path when it must match reference traces to 1e-3.
-func KernelQuantizesActivations() bool { return active.int8 }
+// Name is the path's short name ("scalar", "avx2", "avxvnni", "avx512",
+// "vnni"), for --version, run summaries and benchmark reports.
+func (k *Kernel) Name() string { return k.name }
 
-// pick resolves the function for t on the active path.
-func pick(t Type, x *Vec) dotFunc {
-	k := active
-	if k.int8 && !x.quantized {
-		k = k.fallback
+// String is Name, so a Kernel prints as its name.
+func (k *Kernel) String() string { return k.name }
+
+// QuantizesActivations reports whether the path rounds activations to int8
+// for Q4_0/Q8_0 tiles. Replaying a reference trace to 1e-3 leaves no room
+// for that rounding, so verify asks for Float instead.
+func (k *Kernel) QuantizesActivations() bool { return k.int8 }
+
+// Float is the fastest path of the same instruction set that keeps
+// activations in f32: k itself unless k rounds them to int8 (vnni → avx512,
+// avxvnni → avx2).
+func (k *Kernel) Float() *Kernel {
+	if k.float != nil {
+		return k.float
 	}
+	return k
+}
+
+// pick resolves the function for a tile of type t on x's path.
+func pick(t Type, x *Vec) dotFunc {
 	switch t {
 	case Q4_0:
-		return k.q4
+		return x.k.q4
 	case Q8_0:
-		return k.q8
+		return x.k.q8
 	}
-	return k.f32
+	return x.k.f32
 }
 
 // check panics unless the kernels may read the tile and the activation
@@ -100,14 +128,21 @@ func check(t *Tile, x *Vec, col int, y []float32) {
 	if col%GroupSize != 0 || col < 0 || col+t.Cols > x.n {
 		panic(fmt.Sprintf("quant: tile cols [%d,%d) outside activation of %d (col must be a multiple of %d)", col, col+t.Cols, x.n, GroupSize))
 	}
-	if t.Rows <= 0 || t.Cols <= 0 || t.Rows > MaxTileRows || t.Cols > MaxTileCols || len(y) < t.Rows ||
+	checkTile(t, len(y))
+}
+
+// checkTile panics unless t's byte arrays match its geometry and y has a
+// row for each of its rows.
+func checkTile(t *Tile, ylen int) {
+	if t.Rows <= 0 || t.Cols <= 0 || t.Rows > MaxTileRows || t.Cols > MaxTileCols || ylen < t.Rows ||
 		len(t.Scales) < t.Type.ScaleBytes(t.Rows, t.Cols) || len(t.Data) < t.Type.DataBytes(t.Rows, t.Cols) {
-		panic(fmt.Sprintf("quant: bad tile %dx%d %s (scales %d, data %d bytes) or y of %d", t.Rows, t.Cols, t.Type, len(t.Scales), len(t.Data), len(y)))
+		panic(fmt.Sprintf("quant: bad tile %dx%d %s (scales %d, data %d bytes) or y of %d", t.Rows, t.Cols, t.Type, len(t.Scales), len(t.Data), ylen))
 	}
 }
 
 // Dot adds one tile's product into y: y[r] += Σ_c W[r,c]·x[col+c] for r <
-// t.Rows. col must be a multiple of 32. It does not allocate.
+// t.Rows, on the path x was prepared for. col must be a multiple of 32. It
+// does not allocate.
 func Dot(t *Tile, x *Vec, col int, y []float32) {
 	check(t, x, col, y)
 	pick(t.Type, x)(t, x, col, y)
@@ -115,8 +150,8 @@ func Dot(t *Tile, x *Vec, col int, y []float32) {
 
 // DotStripe runs Dot for tiles that share the column range [col, col+cols)
 // (the Q, K and V tiles of one stripe, or gate and up), ys[i] receiving
-// tiles[i]'s rows. It resolves the path once; see docs/PERFORMANCE.md
-// ("Kernels") for why the tiles are not fused further.
+// tiles[i]'s rows. It checks every tile before running any; see
+// docs/PERFORMANCE.md ("Kernels") for why the tiles are not fused further.
 func DotStripe(tiles []*Tile, x *Vec, col int, ys [][]float32) {
 	if len(ys) < len(tiles) {
 		panic("quant: DotStripe needs one output per tile")

@@ -22,8 +22,18 @@ func Encode(t Type, w []float32, rows, cols, stride int) Tile {
 
 // EncodeInto is Encode into caller-owned buffers (tile.Scales and tile.Data
 // must already have the sizes ScaleBytes/DataBytes give), so the converter
-// can reuse one buffer per worker.
+// can reuse one buffer per worker. It runs the fast encoder (encode_fast.go,
+// in assembly where the CPU allows), which tests hold to encodeRef, the
+// contract written out, bit for bit.
 func EncodeInto(tile *Tile, w []float32, stride int) {
+	encodeInto(tile, w, stride, encodeAsm)
+}
+
+// encodeRef is the rounding contract written out plainly with float64 math
+// calls: the oracle the fast encoders are tested against, and the path
+// they hand groups with NaN or ±Inf to (whose bytes follow this code rather
+// than any written rule).
+func encodeRef(tile *Tile, w []float32, stride int) {
 	rows, cols := tile.Rows, tile.Cols
 	if tile.Type == F32 {
 		for r := 0; r < rows; r++ {

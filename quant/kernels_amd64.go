@@ -2,8 +2,6 @@
 
 package quant
 
-import "github.com/klauspost/cpuid/v2"
-
 // Assembly entry points (kernels_*_amd64.s). Each computes y[r] += row r of
 // one tile times the activation, for r < rows; the Go wrappers below pass
 // pointers already offset to the tile's first column and the masks that
@@ -45,28 +43,30 @@ func quantize512(x *float32, groups int, q8, xl, xh *int8, dx *float32, c4, c8 *
 //go:noescape
 func q8vnni512(sc, data *byte, rows, groups int, x8 *int8, c8 *int32, dx, y *float32, k0, k1, k2, k3, kg int)
 
-func registerKernels() {
-	c := &cpuid.CPU
-	if !c.Supports(cpuid.AVX2, cpuid.FMA3, cpuid.F16C) {
-		return
+// archKernels lists the assembly paths f allows, slowest first.
+func archKernels(f CPUFeatures) []*Kernel {
+	var ks []*Kernel
+	if !f.AVX2 {
+		return ks
 	}
-	avx2 := &kernel{name: "avx2", f32: dotF32AVX2, q4: dotQ4AVX2, q8: dotQ8AVX2}
-	kernels = append(kernels, avx2)
-	if c.Supports(cpuid.AVXVNNI) {
+	avx2 := &Kernel{name: "avx2", f32: dotF32AVX2, q4: dotQ4AVX2, q8: dotQ8AVX2}
+	ks = append(ks, avx2)
+	if f.AVXVNNI {
 		// For CPUs with AVX-VNNI but no AVX-512 (the default there); it
 		// quantizes activations in Go.
-		kernels = append(kernels, &kernel{name: "avxvnni", int8: true, f32: dotF32AVX2,
-			q4: dotQ4AVXVNNI, q8: dotQ8AVXVNNI, fallback: avx2})
+		ks = append(ks, &Kernel{name: "avxvnni", int8: true, f32: dotF32AVX2,
+			q4: dotQ4AVXVNNI, q8: dotQ8AVXVNNI, float: avx2})
 	}
-	if !c.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VL) {
-		return
+	if !f.AVX512 {
+		return ks
 	}
-	avx512 := &kernel{name: "avx512", f32: dotF32AVX512, q4: dotQ4AVX512, q8: dotQ8AVX512}
-	kernels = append(kernels, avx512)
-	if c.Supports(cpuid.AVX512VNNI) {
-		kernels = append(kernels, &kernel{name: "vnni", int8: true, f32: dotF32AVX512,
-			q4: dotQ4VNNI512, q8: dotQ8VNNI512, fallback: avx512, quantize: quantizeVNNI})
+	avx512 := &Kernel{name: "avx512", f32: dotF32AVX512, q4: dotQ4AVX512, q8: dotQ8AVX512}
+	ks = append(ks, avx512)
+	if f.AVX512VNNI {
+		ks = append(ks, &Kernel{name: "vnni", int8: true, f32: dotF32AVX512,
+			q4: dotQ4VNNI512, q8: dotQ8VNNI512, float: avx512, quantize: quantizeVNNI})
 	}
+	return ks
 }
 
 // lowBits is a mask with the low n bits set (n ≤ 16), for the k-registers.

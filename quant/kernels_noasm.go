@@ -2,6 +2,6 @@
 
 package quant
 
-// registerKernels adds nothing: without assembly the scalar oracle is the
-// only path.
-func registerKernels() {}
+// archKernels adds nothing: without assembly the scalar oracle is the only
+// path.
+func archKernels(CPUFeatures) []*Kernel { return nil }

@@ -13,19 +13,15 @@ import (
 // build lacks is skipped, not failed.
 var allPaths = []string{"scalar", "avx2", "avxvnni", "avx512", "vnni"}
 
-// withKernel runs f under each available path, restoring the default after.
-func withKernel(t *testing.T, f func(t *testing.T, name string)) {
-	def := KernelName()
-	t.Cleanup(func() { _ = SetKernel(def) })
+// withKernel runs f under each available path.
+func withKernel(t *testing.T, f func(t *testing.T, k *Kernel)) {
 	for _, name := range allPaths {
 		t.Run(name, func(t *testing.T) {
-			if !slices.Contains(Kernels(), name) {
-				t.Skipf("kernel %s not available on this CPU/build (have %v)", name, Kernels())
+			k, err := KernelByName(name)
+			if err != nil {
+				t.Skipf("kernel %s not available on this CPU/build: %v", name, err)
 			}
-			if err := SetKernel(name); err != nil {
-				t.Fatal(err)
-			}
-			f(t, name)
+			f(t, k)
 		})
 	}
 }
@@ -165,9 +161,9 @@ func TestKernelsMatchOracle(t *testing.T) {
 			dw[typ] = append(dw[typ], dense(&tile))
 		}
 	}
-	withKernel(t, func(t *testing.T, name string) {
+	withKernel(t, func(t *testing.T, k *Kernel) {
 		rng := rand.New(rand.NewPCG(3, 4))
-		v := NewVec(0)
+		v := k.NewVec(0)
 		for _, typ := range []Type{F32, Q4_0, Q8_0} {
 			worst := 0.0
 			for i := range tiles[typ] {
@@ -183,7 +179,7 @@ func TestKernelsMatchOracle(t *testing.T) {
 				want := slices.Clone(y0)
 				Dot(tile, v, col, got)
 				DotScalar(tile, x[col:], want)
-				int8 := KernelQuantizesActivations() && typ != F32
+				int8 := k.QuantizesActivations() && typ != F32
 				for r := range y0 {
 					diff := math.Abs(float64(got[r]) - float64(want[r]))
 					if r >= tile.Rows {
@@ -216,7 +212,7 @@ func TestKernelsMatchOracle(t *testing.T) {
 // TestStripeMatchesDot checks the fused entry point adds exactly what
 // separate Dot calls add.
 func TestStripeMatchesDot(t *testing.T) {
-	withKernel(t, func(t *testing.T, name string) {
+	withKernel(t, func(t *testing.T, k *Kernel) {
 		rng := rand.New(rand.NewPCG(5, 6))
 		for _, typ := range []Type{F32, Q4_0, Q8_0} {
 			for range 20 {
@@ -232,7 +228,7 @@ func TestStripeMatchesDot(t *testing.T) {
 				}
 				col := GroupSize * rng.IntN(3)
 				x := randActivation(rng, col, cols)
-				v := NewVec(len(x))
+				v := k.NewVec(len(x))
 				v.Set(x)
 				DotStripe(tiles, v, col, ys)
 				for i, tile := range tiles {
@@ -251,17 +247,17 @@ func TestStripeMatchesDot(t *testing.T) {
 // TestVecReuse checks a Vec shrunk by Set behaves like a fresh one: the
 // values a longer earlier Set left behind must not leak into products.
 func TestVecReuse(t *testing.T) {
-	withKernel(t, func(t *testing.T, name string) {
+	withKernel(t, func(t *testing.T, k *Kernel) {
 		rng := rand.New(rand.NewPCG(7, 8))
 		long := randActivation(rng, 0, 1000)
 		for i := range long {
 			long[i] = 100 + float32(i)
 		}
 		short := randActivation(rng, 0, 40)[:40]
-		reused := NewVec(len(long))
+		reused := k.NewVec(len(long))
 		reused.Set(long)
 		reused.Set(short)
-		fresh := NewVec(len(short))
+		fresh := k.NewVec(len(short))
 		fresh.Set(short)
 		if reused.Len() != len(short) {
 			t.Fatalf("Len = %d, want %d", reused.Len(), len(short))
@@ -285,10 +281,10 @@ func TestVecReuse(t *testing.T) {
 }
 
 func TestNoAllocs(t *testing.T) {
-	withKernel(t, func(t *testing.T, name string) {
+	withKernel(t, func(t *testing.T, k *Kernel) {
 		rng := rand.New(rand.NewPCG(9, 10))
 		x := randActivation(rng, 0, 512)
-		v := NewVec(len(x))
+		v := k.NewVec(len(x))
 		y := make([]float32, MaxTileRows)
 		tiles := []*Tile{}
 		for _, typ := range []Type{F32, Q4_0, Q8_0} {
@@ -308,55 +304,62 @@ func TestNoAllocs(t *testing.T) {
 	})
 }
 
-// TestInt8Fallback: a Vec prepared under a float path has no int8 views; an
-// int8 path must then compute with floats (exactly the float answer).
-func TestInt8Fallback(t *testing.T) {
-	if !slices.Contains(Kernels(), "vnni") {
-		t.Skip("no vnni kernel here")
-	}
-	def := KernelName()
-	t.Cleanup(func() { _ = SetKernel(def) })
+// TestFloatTwin: Float keeps the instruction set and drops only the int8
+// activation rounding, and a Vec of each kernel in one process computes
+// with its own path (no kernel is process-global).
+func TestFloatTwin(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	tile := Encode(Q4_0, randWeights(rng, 16, 256), 16, 256, 256)
 	x := randActivation(rng, 0, 256)
-	_ = SetKernel("avx512")
-	v := NewVec(len(x))
-	v.Set(x)
-	want := make([]float32, 16)
-	Dot(&tile, v, 0, want)
-	_ = SetKernel("vnni")
-	if !KernelQuantizesActivations() || v.Quantized() {
-		t.Fatal("vnni should quantize, and this Vec should not be quantized")
-	}
-	got := make([]float32, 16)
-	Dot(&tile, v, 0, got)
-	if !slices.Equal(got, want) {
-		t.Fatalf("fallback got %v, want %v", got, want)
+	for _, k := range Kernels() {
+		f := k.Float()
+		if f.QuantizesActivations() || (!k.QuantizesActivations() && f != k) {
+			t.Fatalf("%s.Float() = %s", k, f)
+		}
+		vk, vf := k.NewVec(len(x)), f.NewVec(len(x))
+		vk.Set(x)
+		vf.Set(x)
+		if vk.Kernel() != k || vf.Kernel() != f {
+			t.Fatalf("%s: Vec kernels %s, %s", k, vk.Kernel(), vf.Kernel())
+		}
+		got, want := make([]float32, 16), make([]float32, 16)
+		Dot(&tile, vf, 0, got)
+		DotScalar(&tile, x, want)
+		for r := range got {
+			if math.Abs(float64(got[r]-want[r])) > 1e-4*(1+math.Abs(float64(want[r]))) {
+				t.Fatalf("%s's float twin %s row %d: %g, oracle %g", k, f, r, got[r], want[r])
+			}
+		}
 	}
 }
 
-func TestSetKernel(t *testing.T) {
-	def := KernelName()
-	t.Cleanup(func() { _ = SetKernel(def) })
-	names := Kernels()
-	// The default is the best kernel (listed last) unless CFLOW_KERNEL,
-	// the documented override, names another.
-	want := names[len(names)-1]
-	if env := os.Getenv("CFLOW_KERNEL"); env != "" {
-		want = env
+// TestKernelList: the scalar oracle comes first, every name resolves, the
+// default is the fastest path unless CFLOW_KERNEL names another, and only
+// the vnni paths round activations.
+func TestKernelList(t *testing.T) {
+	ks, names := Kernels(), KernelNames()
+	if len(ks) == 0 || ks[0].Name() != "scalar" || len(names) != len(ks) {
+		t.Fatalf("Kernels() = %v, KernelNames() = %v: want scalar first", ks, names)
 	}
-	if names[0] != "scalar" || def != want {
-		t.Fatalf("Kernels() = %v, default %s: want scalar first and the default %s", names, def, want)
-	}
-	if err := SetKernel("nonesuch"); err == nil {
-		t.Fatal("SetKernel accepted an unknown name")
-	}
-	for _, n := range names {
-		if err := SetKernel(n); err != nil || KernelName() != n {
-			t.Fatalf("SetKernel(%s): %v, now %s", n, err, KernelName())
+	want := ks[len(ks)-1]
+	if env := os.Getenv(EnvKernel); env != "" {
+		if k, err := KernelByName(env); err == nil {
+			want = k
 		}
-		if KernelQuantizesActivations() != (n == "vnni" || n == "avxvnni") {
-			t.Fatalf("%s: KernelQuantizesActivations = %v", n, KernelQuantizesActivations())
+	}
+	if DefaultKernel() != want {
+		t.Fatalf("DefaultKernel() = %s, want %s (%s=%q)", DefaultKernel(), want, EnvKernel, os.Getenv(EnvKernel))
+	}
+	if _, err := KernelByName("nonesuch"); err == nil {
+		t.Fatal("KernelByName accepted an unknown name")
+	}
+	for i, n := range names {
+		k, err := KernelByName(n)
+		if err != nil || k != ks[i] || k.Name() != n {
+			t.Fatalf("KernelByName(%s) = %v, %v", n, k, err)
+		}
+		if k.QuantizesActivations() != (n == "vnni" || n == "avxvnni") {
+			t.Fatalf("%s: QuantizesActivations = %v", n, k.QuantizesActivations())
 		}
 	}
 }
@@ -380,8 +383,8 @@ func TestDotRejectsBadColumns(t *testing.T) {
 // TestQuantizeAsmMatchesGo pins each path's activation quantizer to the Go
 // definition, byte for byte.
 func TestQuantizeAsmMatchesGo(t *testing.T) {
-	withKernel(t, func(t *testing.T, name string) {
-		if active.quantize == nil {
+	withKernel(t, func(t *testing.T, k *Kernel) {
+		if k.quantize == nil {
 			t.Skip("path quantizes in Go (or not at all)")
 		}
 		rng := rand.New(rand.NewPCG(15, 16))
@@ -390,13 +393,13 @@ func TestQuantizeAsmMatchesGo(t *testing.T) {
 			if rng.IntN(3) == 0 {
 				x[rng.IntN(len(x))] = 1e-40 // subnormal
 			}
-			a, b := NewVec(len(x)), NewVec(len(x))
+			a, b := k.NewVec(len(x)), k.NewVec(len(x))
 			a.Set(x)
 			b.Set(x)
 			b.quantizeGo(Groups(len(x)))
 			if !slices.Equal(a.q8, b.q8) || !slices.Equal(a.xl, b.xl) || !slices.Equal(a.xh, b.xh) ||
 				!slices.Equal(a.dx, b.dx) || !slices.Equal(a.c4, b.c4) || !slices.Equal(a.c8, b.c8) {
-				t.Fatalf("%s quantizer differs from quantizeGo for n=%d", name, len(x))
+				t.Fatalf("%s quantizer differs from quantizeGo for n=%d", k, len(x))
 			}
 		}
 	})
@@ -407,14 +410,14 @@ func TestQuantizeAsmMatchesGo(t *testing.T) {
 // the default instead of failing).
 func TestEnvSelectsKernel(t *testing.T) {
 	if want := os.Getenv("CFLOW_KERNEL_WANT"); want != "" {
-		if KernelName() != want {
-			t.Fatalf("CFLOW_KERNEL=%s: KernelName() = %s, want %s", os.Getenv("CFLOW_KERNEL"), KernelName(), want)
+		if DefaultKernel().Name() != want {
+			t.Fatalf("CFLOW_KERNEL=%s: DefaultKernel() = %s, want %s", os.Getenv("CFLOW_KERNEL"), DefaultKernel(), want)
 		}
 		return
 	}
-	def := Kernels()[len(Kernels())-1]
+	def := KernelNames()[len(Kernels())-1]
 	cases := map[string]string{"scalar": "scalar", "nonesuch": def}
-	for _, k := range Kernels() {
+	for _, k := range KernelNames() {
 		cases[k] = k
 	}
 	for env, want := range cases {

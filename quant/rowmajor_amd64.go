@@ -1,4 +1,4 @@
-//go:build !noasm
+//go:build claim2 && !noasm
 
 package quant
 
@@ -8,7 +8,8 @@ package quant
 // inner loop without the 8-group tile limit, and exists only so Claim 2
 // (docs/PERFORMANCE.md) can time and cache-simulate a full-width row-major
 // matvec against tiles with the same instructions; the engine never calls
-// it. x must hold 32·groups floats and y rows floats.
+// it, and only builds tagged claim2 include it. x must hold 32·groups
+// floats and y rows floats.
 //
 //go:noescape
 func q4f256wide(sc, data *byte, rows, groups int, x, y *float32)

@@ -1,4 +1,4 @@
-//go:build !noasm
+//go:build claim2 && !noasm
 
 #include "textflag.h"
 

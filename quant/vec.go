@@ -15,38 +15,43 @@ const vecPadGroups = 8
 // a single time instead of once per tile. A Vec is reused across products
 // with Set, which allocates only when the vector grows past its capacity.
 //
+// A Vec belongs to one Kernel (Kernel.NewVec): Set prepares exactly what
+// that path reads, and Dot runs that path.
+//
 // A prepared Vec is read-only: any number of goroutines may call Dot on it
 // concurrently, but Set must not race with them.
 type Vec struct {
+	k *Kernel
 	n int
 	x []float32 // n values, zero-padded to (groups+vecPadGroups)·32
 
-	// Filled only when quantized is true (the active kernel reads int8
-	// activations); see quantize for the layouts.
-	quantized bool
-	qhi       int       // groups the int8 views may hold non-zero data in
-	q8        []int8    // natural order, one int8 per value
-	xl, xh    []int8    // per group: its values 0..15, its values 16..31
-	dx        []float32 // per group: the activation scale d
-	c4        []int32   // per group, 4 lanes: −8·Σ of that lane's 8 q values (Q4 bias)
-	c8        []int32   // per group, 8 lanes: −128·Σ of that lane's 4 q values (Q8 bias)
+	// Filled only when k rounds activations to int8; see quantizeGo for the
+	// layouts.
+	qhi    int       // groups the int8 views may hold non-zero data in
+	q8     []int8    // natural order, one int8 per value
+	xl, xh []int8    // per group: its values 0..15, its values 16..31
+	dx     []float32 // per group: the activation scale d
+	c4     []int32   // per group, 4 lanes: −8·Σ of that lane's 8 q values (Q4 bias)
+	c8     []int32   // per group, 8 lanes: −128·Σ of that lane's 4 q values (Q8 bias)
 }
 
-// NewVec returns a Vec with room for n values, so Set with up to n values
-// never allocates.
-func NewVec(n int) *Vec {
-	v := &Vec{}
+// NewVec returns a Vec for the default kernel (DefaultKernel) with room for
+// n values; engines use Kernel.NewVec with the kernel they were given.
+func NewVec(n int) *Vec { return DefaultKernel().NewVec(n) }
+
+// NewVec returns a Vec prepared for k with room for n values, so Set with
+// up to n values never allocates.
+func (k *Kernel) NewVec(n int) *Vec {
+	v := &Vec{k: k}
 	v.grow(n)
 	return v
 }
 
+// Kernel is the path this Vec is prepared for and Dot runs.
+func (v *Vec) Kernel() *Kernel { return v.k }
+
 // Len is the number of values last passed to Set.
 func (v *Vec) Len() int { return v.n }
-
-// Quantized reports whether Set also prepared int8 activations (it does when
-// the active kernel multiplies int8 activations); Dot on a Vec prepared
-// without them falls back to the float kernel of the same instruction set.
-func (v *Vec) Quantized() bool { return v.quantized }
 
 // Floats returns the prepared float values (length Len); callers must not
 // modify it.
@@ -67,7 +72,7 @@ func (v *Vec) grow(n int) {
 	v.c8 = make([]int32, g*8)
 }
 
-// Set copies x into the vector, zero-pads it, and, when the active kernel
+// Set copies x into the vector, zero-pads it, and, when the Vec's kernel
 // uses int8 activations, quantizes each 32-value block to int8 with an f32
 // scale (d = max|x|/127, q = round(x/d)), so each value is off by at most
 // d/2. Set allocates only if len(x) exceeds the capacity so far.
@@ -79,8 +84,7 @@ func (v *Vec) Set(x []float32) {
 	// Zero what a previous, longer Set left behind; the tail beyond that is
 	// zero already.
 	clear(v.x[len(x):max(old, len(x))])
-	v.quantized = false
-	if active.int8 {
+	if v.k.int8 {
 		v.quantize()
 	}
 }
@@ -90,8 +94,8 @@ func (v *Vec) Set(x []float32) {
 // d/2. A group whose d underflows to 0 (every |x| < 2e-43) quantizes to 0.
 func (v *Vec) quantize() {
 	g := Groups(v.n)
-	if active.quantize != nil {
-		active.quantize(v, g)
+	if v.k.quantize != nil {
+		v.k.quantize(v, g)
 	} else {
 		v.quantizeGo(g)
 	}
@@ -104,7 +108,6 @@ func (v *Vec) quantize() {
 	clear(v.dx[g:og])
 	clear(v.c4[g*4 : og*4])
 	clear(v.c8[g*8 : og*8])
-	v.quantized = true
 }
 
 // quantizeGo fills the int8 views of the first g groups; the assembly

@@ -29,7 +29,7 @@ func (e *Engine) allocBuffers() {
 		accs: make([]float64, maxQ), cos: f32(maxPairs), sin: f32(maxPairs),
 		g: f32(ff), u: f32(ff), router: f32(E), gate: make([]float64, e.h.TopK),
 		eg: f32(eff), eu: f32(eff), eo: f32(d), logits: f32(int(e.h.VocabSize)),
-		actD: newActVec(d), actAtt: newActVec(maxQ), actFF: newActVec(ff), actE: newActVec(eff),
+		actD: e.newActVec(d), actAtt: e.newActVec(maxQ), actFF: e.newActVec(ff), actE: e.newActVec(eff),
 	}
 	e.seq = e.newSeq()
 	e.obs.ResidualNorms = make([]float64, e.passes)

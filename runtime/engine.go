@@ -14,6 +14,7 @@ import (
 	goruntime "runtime"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/quant"
 	"github.com/cflow-dev/cflow/runtime/numa"
 	"github.com/cflow-dev/cflow/runtime/plan"
 )
@@ -33,6 +34,15 @@ type Options struct {
 	// Placer receives the multi-node engine's memory-binding requests; nil
 	// is the real mbind(2). Tests inject a numa.Recorder.
 	Placer numa.Placer
+	// Kernel is the tile-dot path this engine runs; nil is
+	// quant.DefaultKernel() (the fastest this CPU has, or CFLOW_KERNEL's).
+	// Replaying a reference trace asks for a float-activation path
+	// (verify.Kernel); engines in one process never share or switch it.
+	Kernel *quant.Kernel
+
+	// openDirect, when set, replaces the O_DIRECT open of the expert
+	// tier: a test stands in for a filesystem that refuses direct I/O.
+	openDirect func(path string) (int, error)
 }
 
 // ErrContextFull is returned by Step once the KV cache holds
@@ -64,6 +74,7 @@ type Engine struct {
 	lm     *matPlan
 	embed  []stripe // embedding stripes sorted by first row
 	pool   *pool
+	kernel *quant.Kernel
 
 	seq seq // the sequence Step advances
 	bf  buffers
@@ -123,7 +134,10 @@ func New(m *cflowfmt.Model, opt Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{m: m, h: h, d: int(h.HiddenSize), steps: steps, iters: max(1, iters)}
+	e := &Engine{m: m, h: h, d: int(h.HiddenSize), steps: steps, iters: max(1, iters), kernel: opt.Kernel}
+	if e.kernel == nil {
+		e.kernel = quant.DefaultKernel()
+	}
 	e.eps = m.Meta.F32(cflowfmt.KeyRMSEps, 1e-6)
 	if e.fx, err = loadFeatures(m); err != nil {
 		return nil, err
@@ -149,7 +163,7 @@ func New(m *cflowfmt.Model, opt Options) (*Engine, error) {
 		e.layers = append(e.layers, lp)
 	}
 	e.allocBuffers()
-	if err := e.initExpertIO(opt.ExpertIO); err != nil {
+	if err := e.initExpertIO(opt.ExpertIO, opt.openDirect); err != nil {
 		return nil, err
 	}
 	threads := opt.Threads

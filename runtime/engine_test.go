@@ -3,7 +3,6 @@ package runtime
 import (
 	"errors"
 	"math"
-	"os"
 	"testing"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
@@ -84,9 +83,18 @@ func (c archCase) build(q quant.Type, seed int64) *testModel {
 
 var testTokens = []int{1, 17, 5, 69, 5, 33, 0}
 
+// testKernel keeps activations in f32 (the default kernel's float twin), so
+// the exact-parity tests hold; TestInt8Kernels covers the int8 paths.
+var testKernel = quant.DefaultKernel().Float()
+
 func newEngine(t *testing.T, m *cflowfmt.Model, threads int) *Engine {
 	t.Helper()
-	e, err := New(m, Options{Threads: threads})
+	return newEngineOn(t, m, threads, testKernel)
+}
+
+func newEngineOn(t *testing.T, m *cflowfmt.Model, threads int, k *quant.Kernel) *Engine {
+	t.Helper()
+	e, err := New(m, Options{Threads: threads, Kernel: k})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,18 +113,6 @@ func maxAbs(v []float64) float64 {
 	return m
 }
 
-// TestMain runs the exact-parity tests on a kernel that keeps activations
-// in f32 (the fastest such); TestInt8Kernels covers the others.
-func TestMain(m *testing.M) {
-	ks := quant.Kernels()
-	for i := len(ks) - 1; i >= 0; i-- {
-		if quant.SetKernel(ks[i]) == nil && !quant.KernelQuantizesActivations() {
-			break
-		}
-	}
-	os.Exit(m.Run())
-}
-
 // TestMatchesSpecReference decodes every architecture and compares logits,
 // residual norms, the pre-LM-head norm and the experts chosen with the
 // float64 reference, for each quant type (the reference uses the tiles'
@@ -125,7 +121,7 @@ func TestMatchesSpecReference(t *testing.T) {
 	for _, c := range archCases() {
 		for _, q := range []quant.Type{quant.F32, quant.Q8_0, quant.Q4_0} {
 			t.Run(c.name+"/"+q.String(), func(t *testing.T) {
-				compareWithRef(t, c.build(q, 7), 1e-4, 1e-4, true)
+				compareWithRef(t, testKernel, c.build(q, 7), 1e-4, 1e-4, true)
 			})
 		}
 	}
@@ -136,23 +132,21 @@ func TestMatchesSpecReference(t *testing.T) {
 // norms (a wrong index or scale lands far outside; the rounding alone gave
 // ≈3% of the logit scale on these toy models).
 func TestInt8Kernels(t *testing.T) {
-	def := quant.KernelName()
-	defer quant.SetKernel(def)
 	for _, k := range quant.Kernels() {
-		if quant.SetKernel(k) != nil || !quant.KernelQuantizesActivations() {
+		if !k.QuantizesActivations() {
 			continue
 		}
 		for _, c := range archCases() {
 			if c.name != "llama" && c.name != "arch2_4_combined" {
 				continue
 			}
-			t.Run(k+"/"+c.name, func(t *testing.T) { compareWithRef(t, c.build(quant.Q4_0, 9), 0.1, 3e-2, false) })
+			t.Run(k.Name()+"/"+c.name, func(t *testing.T) { compareWithRef(t, k, c.build(quant.Q4_0, 9), 0.1, 3e-2, false) })
 		}
 	}
 }
 
-func compareWithRef(t *testing.T, tm *testModel, logitTol, normTol float64, experts bool) {
-	e := newEngine(t, tm.m, 2)
+func compareWithRef(t *testing.T, k *quant.Kernel, tm *testModel, logitTol, normTol float64, experts bool) {
+	e := newEngineOn(t, tm.m, 2, k)
 	ref := newRef(tm)
 	for i, tok := range testTokens {
 		logits, err := e.Step(tok)

@@ -99,15 +99,16 @@ func (e *Engine) ExpertIOStats() ExpertIOStats {
 	return e.xio.snapshot()
 }
 
-// initExpertIO starts the expert tier for a staged mode on a MoE model.
-func (e *Engine) initExpertIO(mode ExpertIO) error {
+// initExpertIO starts the expert tier for a staged mode on a MoE model
+// (openDirect: Options.openDirect).
+func (e *Engine) initExpertIO(mode ExpertIO, openDirect func(string) (int, error)) error {
 	if int(mode) >= len(expertIONames) {
 		return fmt.Errorf("runtime: %v", mode)
 	}
 	if mode == ExpertIOMmap || e.h.NumExperts == 0 {
 		return nil
 	}
-	x, err := newFetcher(e.m, mode)
+	x, err := newFetcher(e.m, mode, openDirect)
 	e.xio = x
 	return err
 }

@@ -26,7 +26,7 @@ type armRun struct {
 // run would write.
 func runArm(t *testing.T, m *cflowfmt.Model, mode runtime.ExpertIO, threads int, prompt []int, n int) armRun {
 	t.Helper()
-	e, err := runtime.New(m, runtime.Options{Threads: threads, ExpertIO: mode})
+	e, err := runtime.New(m, runtime.Options{Threads: threads, ExpertIO: mode, Kernel: verify.Kernel()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,6 @@ func runArm(t *testing.T, m *cflowfmt.Model, mode runtime.ExpertIO, threads int,
 // expert from the file (k reads per MoE layer per token) with O_DIRECT
 // where the filesystem allows it.
 func TestExpertIOArmsBitIdentical(t *testing.T) {
-	verify.EnsureFloatKernel()
 	prompt, gen := []int{1, 17, 5, 69}, 6
 	for _, name := range []string{"arch2_4_combined", "arch4_async_experts", "mixtral"} {
 		for _, ext := range []string{".cflow", ".vflow"} {

@@ -74,8 +74,9 @@ type fetcher struct {
 }
 
 // newFetcher opens m's file for expert reads (O_DIRECT when the
-// filesystem allows it, buffered pread otherwise) and starts the readers.
-func newFetcher(m *cflowfmt.Model, mode ExpertIO) (*fetcher, error) {
+// filesystem allows it, buffered pread otherwise) and starts the readers;
+// openDirect, when not nil, stands in for the O_DIRECT open (tests).
+func newFetcher(m *cflowfmt.Model, mode ExpertIO, openDirect func(string) (int, error)) (*fetcher, error) {
 	x := &fetcher{mode: mode, path: m.Path, read: preadFull, plans: map[int]*stagedPlan{}}
 	for _, l := range m.Layers {
 		for _, r := range l.Experts {
@@ -87,7 +88,7 @@ func newFetcher(m *cflowfmt.Model, mode ExpertIO) (*fetcher, error) {
 		return nil, fmt.Errorf("runtime: expert I/O %s: the model has no expert ranges", mode)
 	}
 	probe := alignedBuf(expertAlign)
-	fd, direct, why, err := openExpertFile(m.Path, probe)
+	fd, direct, why, err := openExpertFile(m.Path, probe, openDirect)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: expert I/O %s needs the model file: %w", mode, err)
 	}

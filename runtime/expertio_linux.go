@@ -6,9 +6,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// openDirect opens path for O_DIRECT reads; a test swaps it to stand in
-// for a filesystem that refuses direct I/O.
-var openDirect = func(path string) (int, error) {
+// openDirectFile opens path for O_DIRECT reads.
+func openDirectFile(path string) (int, error) {
 	return unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_DIRECT, 0)
 }
 
@@ -16,8 +15,12 @@ var openDirect = func(path string) (int, error) {
 // aligned read into probe: a filesystem without direct I/O (tmpfs before
 // Linux 6.6, some FUSE and network mounts) refuses with EINVAL at open or
 // at the first read, and then the file is opened for buffered pread
-// instead, with the reason returned for run's summary.
-func openExpertFile(path string, probe []byte) (fd int, direct bool, why string, err error) {
+// instead, with the reason returned for run's summary. openDirect, when
+// not nil, replaces openDirectFile (a test's refusing filesystem).
+func openExpertFile(path string, probe []byte, openDirect func(string) (int, error)) (fd int, direct bool, why string, err error) {
+	if openDirect == nil {
+		openDirect = openDirectFile
+	}
 	fd, err = openDirect(path)
 	if err == nil {
 		if _, err = preadFull(fd, probe, 0); err == nil {

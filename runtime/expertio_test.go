@@ -97,7 +97,7 @@ func TestStagingSlotNeverReusedInFlight(t *testing.T) {
 	}
 	defer m.Close()
 	ref := newEngine(t, m, 2)
-	e, err := New(m, Options{Threads: 2, ExpertIO: ExpertIODirect})
+	e, err := New(m, Options{Threads: 2, ExpertIO: ExpertIODirect, Kernel: testKernel})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,9 +215,6 @@ func TestStagingSlotNeverReusedInFlight(t *testing.T) {
 // without direct I/O), the staged tier reads with buffered pread, says so
 // and why, and still decodes bit-identically to mmap.
 func TestExpertIOFallback(t *testing.T) {
-	old := openDirect
-	openDirect = func(string) (int, error) { return -1, unix.EINVAL }
-	defer func() { openDirect = old }()
 	path, _ := convertFixtureDirect(t, "arch4_async_experts", ".vflow")
 	m, err := vflowfmt.OpenModel(path)
 	if err != nil {
@@ -225,7 +222,8 @@ func TestExpertIOFallback(t *testing.T) {
 	}
 	defer m.Close()
 	ref := newEngine(t, m, 1)
-	e, err := New(m, Options{Threads: 1, ExpertIO: ExpertIODirect})
+	refuse := func(string) (int, error) { return -1, unix.EINVAL }
+	e, err := New(m, Options{Threads: 1, ExpertIO: ExpertIODirect, Kernel: testKernel, openDirect: refuse})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,8 @@ type actVec struct {
 	v *quant.Vec
 }
 
-func newActVec(n int) *actVec { return &actVec{v: quant.NewVec(max(n, 1))} }
+// newActVec prepares a vector of up to n values for the engine's kernel.
+func (e *Engine) newActVec(n int) *actVec { return &actVec{v: e.kernel.NewVec(max(n, 1))} }
 
 // set prepares x for the kernels; it must not run concurrently with dots.
 func (a *actVec) set(x []float32) { a.v.Set(x) }
@@ -23,5 +24,7 @@ func dotTile(t *quant.Tile, a *actVec, col int, y []float32) {
 	quant.Dot(t, a.v, col, y)
 }
 
-// KernelName names the dot kernel this engine runs, for run's report.
-func KernelName() string { return quant.KernelName() }
+// Kernel is the dot-kernel path this engine runs (Options.Kernel or the
+// default), for run's report and for callers that must know whether
+// activations are rounded to int8.
+func (e *Engine) Kernel() *quant.Kernel { return e.kernel }

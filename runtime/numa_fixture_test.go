@@ -38,7 +38,7 @@ func convertFixture(t *testing.T, arch, ext string, q quant.Type, nodes int) *cf
 
 func newNUMAEngine(t *testing.T, m *cflowfmt.Model, topo *numa.Topology, p numa.Placer) *Engine {
 	t.Helper()
-	e, err := New(m, Options{Threads: 2, NUMA: topo, Placer: p})
+	e, err := New(m, Options{Threads: 2, NUMA: topo, Placer: p, Kernel: testKernel})
 	if err != nil {
 		t.Fatal(err)
 	}

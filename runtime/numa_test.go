@@ -106,7 +106,7 @@ func TestNUMAOneNodeIsPlain(t *testing.T) {
 func TestNUMATopologyEnv(t *testing.T) {
 	tm := archCases()[0].build(quant.Q8_0, 1)
 	t.Setenv(numa.EnvTopology, "0:0;1:1")
-	e, err := New(tm.m, Options{Threads: 2, Placer: &numa.Recorder{}})
+	e, err := New(tm.m, Options{Threads: 2, Placer: &numa.Recorder{}, Kernel: testKernel})
 	if err != nil {
 		t.Fatal(err)
 	}

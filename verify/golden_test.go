@@ -31,7 +31,7 @@ func convertFixture(t *testing.T, fixture, dir, ext string, q quant.Type) *runti
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	e, err := runtime.New(m, runtime.Options{Threads: 2})
+	e, err := runtime.New(m, runtime.Options{Threads: 2, Kernel: Kernel()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,6 @@ func checkPinned(t *testing.T, modelDir, traceDir string, crossChecked ...quant.
 	if len(traces) == 0 {
 		t.Skipf("no pinned traces in %s", traceDir)
 	}
-	EnsureFloatKernel()
 	byModel := map[string][]string{}
 	for _, p := range traces {
 		base := strings.TrimSuffix(filepath.Base(p), ".json")
@@ -188,7 +187,6 @@ func TestStories260KGreedy(t *testing.T) {
 	if _, err := os.Stat(fixture); err != nil {
 		t.Skip("golden/fixtures/stories260k not present yet")
 	}
-	EnsureFloatKernel()
 	want := []int{461, 461, 401, 401, 401, 461, 378, 455, 473, 456}
 	for _, ext := range []string{".cflow", ".vflow"} {
 		e := convertFixture(t, fixture, t.TempDir(), ext, quant.F32)

@@ -67,13 +67,9 @@ func CheckModel(h *cflowfmt.Header, passes int, t *Trace) error {
 	return nil
 }
 
-// EnsureFloatKernel switches to a kernel that keeps activations in float
-// when the default one quantizes them: replay parity (1e-3) leaves no room
-// for int8 activation rounding. It returns the kernel in use.
-func EnsureFloatKernel() string { return ensureFloatKernel() }
-
 // Replay feeds the trace's tokens (never the engine's own choices) from
-// position 0 and judges every step with rule.
+// position 0 and judges every step with rule. Parity rules assume an engine
+// built with Options.Kernel = Kernel() (activations in f32).
 func Replay(e *runtime.Engine, t *Trace, rule Rule) (*Report, error) {
 	return ReplayProgress(e, t, rule, nil)
 }

@@ -28,26 +28,42 @@ type Rule struct {
 	OverlapFrac float64
 }
 
-// Rules by (trace weights, file quant type), straight from TRACE.md.
-var (
-	RuleF32    = Rule{Name: "f32 trace vs F32 file", NormTol: 1e-4, LogitTol: 1e-4, ArgmaxFrac: 1}
-	RuleReplay = Rule{Name: "replay trace vs same quantization", NormTol: 1e-3, LogitTol: 1e-3, ArgmaxFrac: 1, ArgmaxGap: 1e-3}
-	RuleQ8     = Rule{Name: "f32 trace vs Q8_0 file", NormTol: 0.01, ArgmaxFrac: 0.9, MinOverlap: 27, OverlapFrac: 1}
-	RuleQ4     = Rule{Name: "f32 trace vs Q4_0 file", NormTol: 0.05, MinOverlap: 20, OverlapFrac: 0.9}
-)
+// Rules by (trace weights, file quant type), straight from TRACE.md. They
+// are functions so no caller can loosen a rule for everyone else.
+
+// RuleF32 judges an f32 trace against an F32 file.
+func RuleF32() Rule {
+	return Rule{Name: "f32 trace vs F32 file", NormTol: 1e-4, LogitTol: 1e-4, ArgmaxFrac: 1}
+}
+
+// RuleReplay judges a *_replay trace against a file of the same
+// quantization.
+func RuleReplay() Rule {
+	return Rule{Name: "replay trace vs same quantization", NormTol: 1e-3, LogitTol: 1e-3, ArgmaxFrac: 1, ArgmaxGap: 1e-3}
+}
+
+// RuleQ8 judges an f32 trace against a Q8_0 file.
+func RuleQ8() Rule {
+	return Rule{Name: "f32 trace vs Q8_0 file", NormTol: 0.01, ArgmaxFrac: 0.9, MinOverlap: 27, OverlapFrac: 1}
+}
+
+// RuleQ4 judges an f32 trace against a Q4_0 file.
+func RuleQ4() Rule {
+	return Rule{Name: "f32 trace vs Q4_0 file", NormTol: 0.05, MinOverlap: 20, OverlapFrac: 0.9}
+}
 
 // SelectRule picks the parity rule for a trace computed with weights
 // against a file of quant type q; other pairings have no defined rule.
 func SelectRule(weights string, q quant.Type) (Rule, error) {
 	switch {
 	case weights == "f32" && q == quant.F32:
-		return RuleF32, nil
+		return RuleF32(), nil
 	case weights == "f32" && q == quant.Q8_0:
-		return RuleQ8, nil
+		return RuleQ8(), nil
 	case weights == "f32" && q == quant.Q4_0:
-		return RuleQ4, nil
+		return RuleQ4(), nil
 	case weights == "q4_replay" && q == quant.Q4_0, weights == "q8_replay" && q == quant.Q8_0:
-		return RuleReplay, nil
+		return RuleReplay(), nil
 	}
 	return Rule{}, fmt.Errorf("no parity rule for a %q trace against a %s file (replay traces need the same quantization)", weights, q)
 }

@@ -31,7 +31,7 @@ func smallModel(t *testing.T, q quant.Type) *runtime.Engine {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	e, err := runtime.New(f.Model, runtime.Options{Threads: 1})
+	e, err := runtime.New(f.Model, runtime.Options{Threads: 1, Kernel: Kernel()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func record(t *testing.T, e *runtime.Engine, toks []int) *Trace {
 func TestPerturbedLogitFails(t *testing.T) {
 	e := smallModel(t, quant.F32)
 	tr := record(t, e, []int{1, 2, 3, 4, 5})
-	rep, err := Replay(e, tr, RuleF32)
+	rep, err := Replay(e, tr, RuleF32())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestPerturbedLogitFails(t *testing.T) {
 		t.Fatalf("self-recorded trace fails:\n%s", b.String())
 	}
 	tr.Steps[3].TopLogits[5] += 0.5
-	rep, err = Replay(e, tr, RuleF32)
+	rep, err = Replay(e, tr, RuleF32())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,12 +86,12 @@ func TestPerturbedLogitFails(t *testing.T) {
 	}
 	tr.Steps[3].TopLogits[5] -= 0.5
 	tr.Steps[1].ResidualNorms = append(tr.Steps[1].ResidualNorms, 1)
-	if _, err := Replay(e, tr, RuleF32); !errors.Is(err, ErrMismatch) {
+	if _, err := Replay(e, tr, RuleF32()); !errors.Is(err, ErrMismatch) {
 		t.Fatalf("extra layer: %v, want ErrMismatch", err)
 	}
 	tr.Steps[1].ResidualNorms = tr.Steps[1].ResidualNorms[:len(tr.Steps[1].ResidualNorms)-1]
 	tr.Steps[0].TopIDs[0] = 60
-	if _, err := Replay(e, tr, RuleF32); !errors.Is(err, ErrMismatch) {
+	if _, err := Replay(e, tr, RuleF32()); !errors.Is(err, ErrMismatch) {
 		t.Fatalf("id outside vocab: %v, want ErrMismatch", err)
 	}
 }
@@ -101,8 +101,8 @@ func TestSelectRule(t *testing.T) {
 		w    string
 		q    quant.Type
 		want string
-	}{{"f32", quant.F32, RuleF32.Name}, {"q4_replay", quant.Q4_0, RuleReplay.Name}, {"q8_replay", quant.Q8_0, RuleReplay.Name},
-		{"f32", quant.Q4_0, RuleQ4.Name}, {"f32", quant.Q8_0, RuleQ8.Name}, {"q4_replay", quant.F32, ""}} {
+	}{{"f32", quant.F32, RuleF32().Name}, {"q4_replay", quant.Q4_0, RuleReplay().Name}, {"q8_replay", quant.Q8_0, RuleReplay().Name},
+		{"f32", quant.Q4_0, RuleQ4().Name}, {"f32", quant.Q8_0, RuleQ8().Name}, {"q4_replay", quant.F32, ""}} {
 		r, err := SelectRule(c.w, c.q)
 		if r.Name != c.want || (err != nil) != (c.want == "") {
 			t.Fatalf("%s/%s: %q %v", c.w, c.q, r.Name, err)

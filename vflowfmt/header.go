@@ -14,7 +14,7 @@ import (
 )
 
 // Magic opens every .vflow file.
-var Magic = [8]byte{'V', 'F', 'L', 'O', 'W', 0, 0, 0}
+const Magic = "VFLOW\x00\x00\x00"
 
 // Version is the only VFlowHeader version this package reads and writes.
 const Version = 1
@@ -73,7 +73,7 @@ type Header struct {
 func (h *Header) MarshalBinary() ([]byte, error) {
 	b := make([]byte, HeaderSize)
 	le := binary.LittleEndian
-	copy(b, Magic[:])
+	copy(b, Magic)
 	le.PutUint32(b[8:], h.Version)
 	le.PutUint32(b[12:], h.HiddenSize)
 	le.PutUint32(b[16:], h.NumLayers)
@@ -101,8 +101,8 @@ func (h *Header) UnmarshalBinary(b []byte) error {
 	if len(b) < HeaderSize {
 		return errAt(int64(len(b)), "file is %d bytes, shorter than the %d-byte .vflow header", len(b), HeaderSize)
 	}
-	if [8]byte(b[0:8]) != Magic {
-		return errAt(0, "bad magic %q, want %q", b[0:8], Magic[:])
+	if string(b[0:8]) != Magic {
+		return errAt(0, "bad magic %q, want %q", b[0:8], Magic)
 	}
 	le := binary.LittleEndian
 	*h = Header{

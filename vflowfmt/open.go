@@ -29,7 +29,7 @@ func Sniff(path string) (Kind, error) {
 	if _, err := io.ReadFull(f, m[:]); err != nil {
 		return KindUnknown, &cflowfmt.FormatError{File: path, Offset: 0, What: "too short to hold a magic number"}
 	}
-	switch m {
+	switch string(m[:]) {
 	case cflowfmt.Magic:
 		return KindCflow, nil
 	case Magic:

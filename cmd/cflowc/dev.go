@@ -29,7 +29,7 @@ func init() {
 				&cli.IntFlag{Name: "shards", Value: 1, Usage: "number of safetensors shards (> 1 writes an index)"},
 			},
 			Action: func(c *cli.Context) error {
-				g, ok := convert.Geometries[c.String("geometry")]
+				g, ok := convert.GeometryByName(c.String("geometry"))
 				if !ok {
 					return cli.Exit(fmt.Sprintf("dev synth: unknown geometry %q (want %s)", c.String("geometry"), strings.Join(convert.GeometryNames(), ", ")), exitUsage)
 				}

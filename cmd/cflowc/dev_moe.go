@@ -23,7 +23,7 @@ func synthMoECommand() *cli.Command {
 			&cli.Uint64Flag{Name: "seed", Value: 1},
 		},
 		Action: func(c *cli.Context) error {
-			g, ok := convert.MoEGeometries[c.String("geometry")]
+			g, ok := convert.MoEGeometryByName(c.String("geometry"))
 			if !ok {
 				return cli.Exit(fmt.Sprintf("dev synth-moe: unknown geometry %q (want %s)", c.String("geometry"), strings.Join(convert.MoEGeometryNames(), ", ")), exitUsage)
 			}

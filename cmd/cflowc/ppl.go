@@ -59,9 +59,6 @@ func runPPL(c *cli.Context) error {
 	if t := c.Int("threads"); t > goruntime.GOMAXPROCS(0) {
 		goruntime.GOMAXPROCS(t)
 	}
-	if c.Bool("float-kernel") {
-		verify.EnsureFloatKernel()
-	}
 	ids, bos, err := ppl.Tokenize(m, text)
 	if err != nil {
 		return cli.Exit("ppl: "+err.Error(), exitUsage)
@@ -73,7 +70,11 @@ func runPPL(c *cli.Context) error {
 	if ctx == 0 {
 		ctx = ppl.DefaultCtx(&m.Header)
 	}
-	e, err := cfrt.New(m, cfrt.Options{Threads: c.Int("threads")})
+	opt := cfrt.Options{Threads: c.Int("threads")}
+	if c.Bool("float-kernel") {
+		opt.Kernel = verify.Kernel()
+	}
+	e, err := cfrt.New(m, opt)
 	if err != nil {
 		return cli.Exit("ppl: "+err.Error(), exitUsage)
 	}
@@ -99,6 +100,6 @@ func runPPL(c *cli.Context) error {
 	fmt.Printf("ppl %.4f  bits/byte %.4f  loss %.5f nats/token  (%d tokens, %d bytes, %d chunks, ctx %d)\n",
 		r.PPL, r.BitsPerByte, r.Loss, r.Tokens, r.Bytes, r.Chunks, r.Ctx)
 	fmt.Fprintf(os.Stderr, "%.1f s, %.0f tok/s, kernel %s, %d threads\n", el.Seconds(),
-		float64(r.Tokens)/max(el.Seconds(), 1e-9), cfrt.KernelName(), c.Int("threads"))
+		float64(r.Tokens)/max(el.Seconds(), 1e-9), e.Kernel(), c.Int("threads"))
 	return nil
 }

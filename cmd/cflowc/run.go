@@ -162,14 +162,15 @@ func runRun(c *cli.Context) error {
 	if t := c.Int("threads"); t > goruntime.GOMAXPROCS(0) {
 		goruntime.GOMAXPROCS(t)
 	}
+	opt := cfrt.Options{Threads: c.Int("threads"), ExpertIO: xio}
 	var tr *generate.Trace
 	if c.IsSet("trace-out") {
 		// A trace is a reference: keep activations in f32 so replaying it
 		// needs no allowance for int8 activation rounding.
-		verify.EnsureFloatKernel()
+		opt.Kernel = verify.Kernel()
 		tr = generate.NewTrace(m, prompt)
 	}
-	e, err := cfrt.New(m, cfrt.Options{Threads: c.Int("threads"), ExpertIO: xio})
+	e, err := cfrt.New(m, opt)
 	if err != nil {
 		return cli.Exit(err.Error(), exitUsage)
 	}
@@ -205,7 +206,7 @@ func runRun(c *cli.Context) error {
 	if st.Reason != "max tokens" {
 		fmt.Fprintf(os.Stderr, "stopped: %s\n", st.Reason)
 	}
-	fmt.Fprintf(os.Stderr, "%s; kernel %s, %d threads\n", st, cfrt.KernelName(), c.Int("threads"))
+	fmt.Fprintf(os.Stderr, "%s; kernel %s, %d threads\n", st, e.Kernel(), c.Int("threads"))
 	fmt.Fprintln(os.Stderr, e.NUMA()) // topology, plan use and weight placement
 	if xs := e.ExpertIOStats(); xio != cfrt.ExpertIOMmap && xs.Mode == xio {
 		printExpertIO(xs.Sub(xPrompt), int64(st.DecodeTokens), st.DecodeTime)

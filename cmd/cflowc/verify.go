@@ -51,7 +51,7 @@ func runVerify(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit("verify: "+err.Error(), exitUsage)
 	}
-	e, err := cfrt.New(m, cfrt.Options{Threads: max(1, c.Int("threads"))})
+	e, err := cfrt.New(m, cfrt.Options{Threads: max(1, c.Int("threads")), Kernel: verify.Kernel()})
 	if err != nil {
 		return cli.Exit("verify: "+err.Error(), exitUsage)
 	}
@@ -59,7 +59,6 @@ func runVerify(c *cli.Context) error {
 	if err := verify.CheckModel(e.Header(), e.Passes(), tr); err != nil {
 		return cli.Exit("verify: "+err.Error(), exitUsage)
 	}
-	kernel := verify.EnsureFloatKernel()
 	rep, err := verify.ReplayProgress(e, tr, rule, progressBar("replaying", false))
 	if errors.Is(err, verify.ErrMismatch) {
 		return cli.Exit("verify: "+err.Error(), exitUsage)
@@ -70,7 +69,7 @@ func runVerify(c *cli.Context) error {
 	if c.Bool("json") {
 		err = rep.WriteJSON(os.Stdout)
 	} else {
-		fmt.Printf("kernel %s\n", kernel)
+		fmt.Printf("kernel %s\n", e.Kernel())
 		err = rep.WriteTable(os.Stdout)
 	}
 	if err != nil {

@@ -1,13 +1,10 @@
 //go:build !noasm
 
-package convert
+package quant
 
-import "github.com/klauspost/cpuid/v2"
-
-// haveGroupAsm reports whether the AVX2/F16C group quantizers
-// (quantize_amd64.s) can run here; conversion throughput depends on them,
-// the bytes never do.
-var haveGroupAsm = cpuid.CPU.Supports(cpuid.AVX2, cpuid.F16C)
+// haveEncodeAsm: this build has the AVX2/F16C group quantizers
+// (encode_amd64.s); encodeAsm also asks the CPU.
+const haveEncodeAsm = true
 
 // Each quantizes n consecutive full 32-weight groups of one row (Q4_0: 16
 // data bytes per group, Q8_0: 32), writing f16 scales to sc, and returns

@@ -2,9 +2,10 @@
 
 #include "textflag.h"
 
-// AVX2 + F16C group quantizers for the converter: a row of 32-weight
-// groups per call, the same arithmetic as quant.Encode (s = max|w| / k in f32, q =
-// round-half-away(w / s) from an exact f32 division, clamp). Rounding is
+// AVX2 + F16C group quantizers for the fast encoders (encode_fast.go): a
+// row of 32-weight groups per call, the same arithmetic as encodeRef (s =
+// max|w| / k in f32, q = round-half-away(w / s) from an exact f32 division,
+// clamp). Rounding is
 // done exactly: t = trunc(|x|), +1 when |x| − t ≥ 0.5, sign restored.
 // Groups with NaN or ±Inf return ok = false for the Go reference path.
 
