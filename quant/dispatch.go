@@ -22,6 +22,10 @@ type Kernel struct {
 	q8       dotFunc
 	float    *Kernel                  // the float-activation path of the same instruction set; nil: itself
 	quantize func(v *Vec, groups int) // nil: Vec.quantizeGo
+
+	// Multi-column kernels for DotBatch; nil: the single-column one per
+	// column.
+	q4batch, q8batch batchFunc
 }
 
 // dotFunc adds one tile's product into y; Dot has checked the geometry.

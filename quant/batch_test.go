@@ -1,0 +1,143 @@
+package quant
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestDotBatchMatchesOracle applies random tiles (full and partial, every
+// type) to batches of 1–12 random columns on every path: each column must
+// get what the scalar oracle gives within the single-column kernels'
+// tolerance (float noise, plus the int8 rounding bound on int8 paths), and
+// exactly what Dot gives on paths without a multi-column kernel.
+func TestDotBatchMatchesOracle(t *testing.T) {
+	withKernel(t, func(t *testing.T, k *Kernel) {
+		rng := rand.New(rand.NewPCG(21, 22))
+		for _, typ := range []Type{F32, Q4_0, Q8_0} {
+			worst := 0.0
+			for i := range 300 {
+				tile := randTileOf(rng, typ)
+				dw := dense(&tile)
+				col := GroupSize * rng.IntN(4)
+				B := 1 + rng.IntN(12)
+				xs := make([]*Vec, B)
+				raw := make([][]float32, B)
+				ys, single := make([][]float32, B), make([][]float32, B)
+				for j := range xs {
+					raw[j] = randActivation(rng, col, tile.Cols)
+					xs[j] = k.NewVec(len(raw[j]))
+					xs[j].Set(raw[j])
+					ys[j] = make([]float32, tile.Rows+2)
+					for r := range ys[j] {
+						ys[j][r] = float32(rng.NormFloat64())
+					}
+					single[j] = slices.Clone(ys[j])
+				}
+				y0 := make([][]float32, B)
+				for j := range ys {
+					y0[j] = slices.Clone(ys[j])
+				}
+				DotBatch(&tile, xs, col, ys)
+				for j := range xs {
+					Dot(&tile, xs[j], col, single[j])
+				}
+				exact := k.batch(typ) == nil
+				for j := range xs {
+					if exact && !sameBits(ys[j], single[j]) {
+						t.Fatalf("%s tile %d column %d of %d: DotBatch differs from Dot on a path without a batch kernel", typ, i, j, B)
+					}
+					want := slices.Clone(y0[j])
+					DotScalar(&tile, raw[j][col:], want)
+					for r := range ys[j] {
+						if r >= tile.Rows {
+							if ys[j][r] != y0[j][r] {
+								t.Fatalf("%s tile %d column %d: y[%d] past the tile's rows changed", typ, i, j, r)
+							}
+							continue
+						}
+						w := dw[r*tile.Cols : (r+1)*tile.Cols]
+						mag := magnitude(w, raw[j][col:]) + math.Abs(float64(y0[j][r]))
+						tol := 1e-5 * mag
+						if k.QuantizesActivations() && typ != F32 {
+							b := int8Bound(w, xs[j], col)
+							tol = b + 1e-5*(mag+b)
+						}
+						diff := math.Abs(float64(ys[j][r]) - float64(want[r]))
+						if diff > tol {
+							t.Fatalf("%s tile %d (%dx%d at col %d) column %d of %d row %d: got %g want %g (|diff| %g > tol %g)",
+								typ, i, tile.Rows, tile.Cols, col, j, B, r, ys[j][r], want[r], diff, tol)
+						}
+						if tol > 0 {
+							worst = max(worst, diff/tol)
+						}
+					}
+				}
+			}
+			t.Logf("%s: worst |diff|/tol = %.3g", typ, worst)
+		}
+	})
+}
+
+// TestDotBatchChecks: columns of different kernels, too few outputs and a
+// column range outside an activation are refused before any work.
+func TestDotBatchChecks(t *testing.T) {
+	tile := Encode(Q4_0, make([]float32, 64), 1, 64, 64)
+	ks := Kernels()
+	a, b := ks[0].NewVec(64), ks[len(ks)-1].NewVec(32)
+	a.Set(make([]float32, 64))
+	b.Set(make([]float32, 32))
+	y := [][]float32{make([]float32, 1), make([]float32, 1)}
+	for name, f := range map[string]func(){
+		"too few outputs": func() { DotBatch(&tile, []*Vec{a, a}, 0, y[:1]) },
+		"short column":    func() { DotBatch(&tile, []*Vec{a, ks[0].NewVec(32)}, 0, y) },
+		"mixed kernels": func() {
+			if len(ks) == 1 {
+				panic("only one kernel")
+			}
+			c := ks[len(ks)-1].NewVec(64)
+			c.Set(make([]float32, 64))
+			DotBatch(&tile, []*Vec{a, c}, 0, y)
+		},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: DotBatch did not panic", name)
+				}
+			}()
+			f()
+		}()
+	}
+	_ = b
+}
+
+func TestDotBatchNoAllocs(t *testing.T) {
+	withKernel(t, func(t *testing.T, k *Kernel) {
+		rng := rand.New(rand.NewPCG(23, 24))
+		tiles := []*Tile{}
+		for _, typ := range []Type{F32, Q4_0, Q8_0} {
+			tile := Encode(typ, randWeights(rng, MaxTileRows, MaxTileCols), MaxTileRows, MaxTileCols, MaxTileCols)
+			tiles = append(tiles, &tile)
+		}
+		xs, ys := make([]*Vec, 8), make([][]float32, 8)
+		for j := range xs {
+			xs[j] = k.NewVec(512)
+			xs[j].Set(randActivation(rng, 0, 512)[:512])
+			ys[j] = make([]float32, MaxTileRows)
+		}
+		if n := testing.AllocsPerRun(20, func() {
+			for _, tile := range tiles {
+				DotBatch(tile, xs, 256, ys)
+			}
+		}); n != 0 {
+			t.Fatalf("DotBatch allocates %v times per run", n)
+		}
+	})
+}
+
+// sameBits compares float slices bit for bit (NaN equals the same NaN).
+func sameBits(a, b []float32) bool {
+	return slices.EqualFunc(a, b, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) })
+}
