@@ -10,14 +10,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cflow-dev/cflow/runtime"
+	"github.com/cflow-dev/cflow/quant"
 )
 
 // TestLoad: 8 concurrent loopback clients × 10 greedy requests each on
 // 4 slots, bounded to a minute: zero errors, and every reply equals the
 // single-client reply for its prompt (batching never changes a result).
 func TestLoad(t *testing.T) {
-	if runtime.KernelName() == "scalar" {
+	if quant.DefaultKernel().Name() == "scalar" {
 		t.Skip("scalar kernel (the noasm build): 800 decode steps would take a minute; the scheduler under load is the same code the SIMD build tests")
 	}
 	const clients, requests, tokens = 8, 10, 16

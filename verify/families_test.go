@@ -25,7 +25,6 @@ func TestFamilyMoEStagedExperts(t *testing.T) {
 		c, _ := filepath.Glob(filepath.Join(goldenDir, fam, "fixtures", "*", "config.json"))
 		cfgs = append(cfgs, c...)
 	}
-	EnsureFloatKernel()
 	ran := 0
 	for _, c := range cfgs {
 		dir := filepath.Dir(c)
@@ -67,7 +66,7 @@ func TestFamilyMoEStagedExperts(t *testing.T) {
 				perExpert += int64(ts[i].Bytes()) // header, scales, data: what a read costs
 			}
 			for _, mode := range []runtime.ExpertIO{runtime.ExpertIOSync, runtime.ExpertIODirect} {
-				e, err := runtime.New(m, runtime.Options{Threads: 2, ExpertIO: mode})
+				e, err := runtime.New(m, runtime.Options{Threads: 2, ExpertIO: mode, Kernel: Kernel()})
 				if err != nil {
 					t.Fatal(err)
 				}
