@@ -1,0 +1,105 @@
+package bench
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/quant"
+)
+
+// BenchmarkDecodeStream is issue 17's roofline question on one core: how
+// close does the dot kernel come to the read probe when the weights stream
+// from DRAM in the file's own layout? It lays out a 4096-column Q4_0
+// matrix as a .cflow file does (a 16-byte tile header before each tile,
+// tiles 16-byte aligned, stripes contiguous), CFLOW_BENCH_DRAM_MIB MiB of
+// it (default 768, far past this VM's 260 MiB L3), and in each of b.N
+// rounds times, stripe by stripe, the probe's reader (sum) over the same
+// bytes and then each kernel's products. It reports per kernel the median
+// of the rounds' median stripe rates and that as % of the probe's, so
+// other tenants' memory traffic hits both alike:
+//
+//	go test -run '^$' -bench DecodeStream -benchtime 7x ./bench
+func BenchmarkDecodeStream(b *testing.B) {
+	mib := 768
+	if s := os.Getenv("CFLOW_BENCH_DRAM_MIB"); s != "" {
+		if n, err := strconv.Atoi(s); err == nil && n > 0 {
+			mib = n
+		}
+	}
+	const cols, tr, tc = 4096, quant.MaxTileRows, quant.MaxTileCols
+	sb, db := quant.Q4_0.ScaleBytes(tr, tc), quant.Q4_0.DataBytes(tr, tc)
+	tileBytes := int(cflowfmt.AlignUp(int64(cflowfmt.TileHeaderSize + sb + db)))
+	ct := cols / tc
+	stripes := (mib << 20) / (tileBytes * ct)
+	arena := make([]uint64, stripes*ct*tileBytes/8)
+	raw := unsafe.Slice((*byte)(unsafe.Pointer(&arena[0])), len(arena)*8)
+	rng := rand.NewChaCha8([32]byte{1})
+	_, _ = rng.Read(raw)
+	tiles := make([]quant.Tile, 0, stripes*ct)
+	for i := range stripes * ct {
+		off := i*tileBytes + cflowfmt.TileHeaderSize
+		t := quant.Tile{Type: quant.Q4_0, Rows: tr, Cols: tc, Scales: raw[off : off+sb], Data: raw[off+sb : off+sb+db]}
+		for j := 0; j < sb; j += 2 {
+			binary.LittleEndian.PutUint16(t.Scales[j:], 0x2000|uint16(j&0x3ff)) // ~2^-7, no NaN
+		}
+		tiles = append(tiles, t)
+	}
+	x := make([]float32, cols)
+	for i := range x {
+		x[i] = float32(rand.NormFloat64())
+	}
+	y := make([]float32, stripes*tr)
+	stripeBytes := ct * tileBytes
+	rate := func(laps []time.Duration) float64 {
+		slices.Sort(laps)
+		return float64(stripeBytes) / laps[len(laps)/2].Seconds() / 1e9
+	}
+	var ks []*quant.Kernel
+	for _, k := range quant.Kernels() {
+		if k.Name() != "scalar" {
+			ks = append(ks, k)
+		}
+	}
+	rates := make([][]float64, len(ks)+1) // [0]: the probe
+	laps := make([]time.Duration, stripes)
+	var total uint64
+	b.ResetTimer()
+	for range b.N {
+		for s := range stripes {
+			t0 := time.Now()
+			total += sum(arena[s*stripeBytes/8 : (s+1)*stripeBytes/8])
+			laps[s] = time.Since(t0)
+		}
+		rates[0] = append(rates[0], rate(laps))
+		for i, k := range ks {
+			v := k.NewVec(cols)
+			v.Set(x)
+			for s := range stripes {
+				t0 := time.Now()
+				for c := range ct {
+					quant.Dot(&tiles[s*ct+c], v, c*tc, y[s*tr:])
+				}
+				laps[s] = time.Since(t0)
+			}
+			rates[i+1] = append(rates[i+1], rate(laps))
+		}
+	}
+	b.StopTimer()
+	probe := median(rates[0])
+	b.ReportMetric(probe, "probe-GB/s")
+	for i, k := range ks {
+		r := median(rates[i+1])
+		b.ReportMetric(r, k.Name()+"-GB/s")
+		b.ReportMetric(100*r/probe, k.Name()+"-%probe")
+	}
+	b.Logf("%s, %d MiB, %d rounds: probe %s GB/s", quant.CPU().Model, mib, b.N, fmt.Sprint(rates[0]))
+	_ = total
+}
