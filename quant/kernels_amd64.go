@@ -64,7 +64,8 @@ func archKernels(f CPUFeatures) []*Kernel {
 	ks = append(ks, avx512)
 	if f.AVX512VNNI {
 		ks = append(ks, &Kernel{name: "vnni", int8: true, f32: dotF32AVX512,
-			q4: dotQ4VNNI512, q8: dotQ8VNNI512, float: avx512, quantize: quantizeVNNI})
+			q4: dotQ4VNNI512, q8: dotQ8VNNI512, float: avx512, quantize: quantizeVNNI,
+			q4batch: dotQ4VNNI512Batch})
 	}
 	return ks
 }

@@ -1,0 +1,48 @@
+//go:build !noasm
+
+package quant
+
+// vnniCol is one activation column as q4vnni512x4 reads it: the Vec's int8
+// halves, Q4 bias lanes and scales from the tile's first group, and the
+// output from the tile's first row.
+type vnniCol struct {
+	xl, xh *int8
+	c4     *int32
+	dx     *float32
+	y      *float32
+}
+
+// q4vnni512x4 adds one Q4_0 tile's rows [0, rows) times four columns into
+// their outputs (batch_vnni_amd64.s); rows must be a positive multiple of 4.
+//
+//go:noescape
+func q4vnni512x4(sc, data *byte, rows, groups int, cols *[4]vnniCol, k0, k1, kg int)
+
+// dotQ4VNNI512Batch is the vnni path's DotBatch for Q4_0: four columns at
+// a time through q4vnni512x4, the rows past a multiple of 4 and the last
+// columns through the single-column kernel.
+func dotQ4VNNI512Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {
+	g, g0 := Groups(t.Cols), col/GroupSize
+	k0, k1, kg := lowBits(4*min(g, 4)), lowBits(4*(g-4)), lowBits(g)
+	rows4 := t.Rows &^ 3
+	j := 0
+	for ; j+4 <= len(xs) && rows4 > 0; j += 4 {
+		var cs [4]vnniCol
+		for i := range cs {
+			x := xs[j+i]
+			cs[i] = vnniCol{&x.xl[g0*16], &x.xh[g0*16], &x.c4[g0*4], &x.dx[g0], &ys[j+i][0]}
+		}
+		q4vnni512x4(&t.Scales[0], &t.Data[0], rows4, g, &cs, k0, k1, kg)
+		if rows4 == t.Rows {
+			continue
+		}
+		for i := range 4 {
+			x := xs[j+i]
+			q4vnni512(&t.Scales[rows4*g*2], &t.Data[rows4*g*16], t.Rows-rows4, g, &x.xl[g0*16], &x.xh[g0*16],
+				&x.c4[g0*4], &x.dx[g0], &ys[j+i][rows4], k0, k1, kg)
+		}
+	}
+	for ; j < len(xs); j++ {
+		dotQ4VNNI512(t, xs[j], col, ys[j])
+	}
+}

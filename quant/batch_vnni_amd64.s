@@ -1,0 +1,187 @@
+//go:build !noasm
+
+#include "textflag.h"
+
+// Multi-column AVX-512 VNNI kernel for DotBatch: one Q4_0 tile against four
+// prepared int8 activation columns at once. Each weight row is loaded and
+// split into nibbles once for all four columns (the single-column kernel
+// does that per column), and four rows × four columns of accumulators are
+// reduced together, sixteen sums in one tree. Activations are memory
+// operands (each column's 64-byte blocks sit in L1 across the tile's rows).
+
+DATA idx4a<>+0(SB)/4, $0
+DATA idx4a<>+4(SB)/4, $0
+DATA idx4a<>+8(SB)/4, $0
+DATA idx4a<>+12(SB)/4, $0
+DATA idx4a<>+16(SB)/4, $1
+DATA idx4a<>+20(SB)/4, $1
+DATA idx4a<>+24(SB)/4, $1
+DATA idx4a<>+28(SB)/4, $1
+DATA idx4a<>+32(SB)/4, $2
+DATA idx4a<>+36(SB)/4, $2
+DATA idx4a<>+40(SB)/4, $2
+DATA idx4a<>+44(SB)/4, $2
+DATA idx4a<>+48(SB)/4, $3
+DATA idx4a<>+52(SB)/4, $3
+DATA idx4a<>+56(SB)/4, $3
+DATA idx4a<>+60(SB)/4, $3
+GLOBL idx4a<>(SB), RODATA|NOPTR, $64
+
+DATA idx4b<>+0(SB)/4, $4
+DATA idx4b<>+4(SB)/4, $4
+DATA idx4b<>+8(SB)/4, $4
+DATA idx4b<>+12(SB)/4, $4
+DATA idx4b<>+16(SB)/4, $5
+DATA idx4b<>+20(SB)/4, $5
+DATA idx4b<>+24(SB)/4, $5
+DATA idx4b<>+28(SB)/4, $5
+DATA idx4b<>+32(SB)/4, $6
+DATA idx4b<>+36(SB)/4, $6
+DATA idx4b<>+40(SB)/4, $6
+DATA idx4b<>+44(SB)/4, $6
+DATA idx4b<>+48(SB)/4, $7
+DATA idx4b<>+52(SB)/4, $7
+DATA idx4b<>+56(SB)/4, $7
+DATA idx4b<>+60(SB)/4, $7
+GLOBL idx4b<>(SB), RODATA|NOPTR, $64
+
+// The reduction tree of kernels_vnni_amd64.s (RED1..RED4, then rowperm),
+// with scratch Z24, Z25: sixteen accumulators n = 0..15 become one vector
+// whose lane n holds accumulator n's sum.
+#define XRED1(a, b) VSHUFF64X2 $0x44, b, a, Z24; VSHUFF64X2 $0xee, b, a, Z25; VADDPS Z25, Z24, a
+#define XRED2(a, b) VSHUFF64X2 $0x88, b, a, Z24; VSHUFF64X2 $0xdd, b, a, Z25; VADDPS Z25, Z24, a
+#define XRED3(a, b) VSHUFPS $0x44, b, a, Z24; VSHUFPS $0xee, b, a, Z25; VADDPS Z25, Z24, a
+#define XRED4(a, b) VSHUFPS $0x88, b, a, Z24; VSHUFPS $0xdd, b, a, Z25; VADDPS Z25, Z24, a
+
+DATA xrowperm<>+0(SB)/4, $0
+DATA xrowperm<>+4(SB)/4, $4
+DATA xrowperm<>+8(SB)/4, $8
+DATA xrowperm<>+12(SB)/4, $12
+DATA xrowperm<>+16(SB)/4, $1
+DATA xrowperm<>+20(SB)/4, $5
+DATA xrowperm<>+24(SB)/4, $9
+DATA xrowperm<>+28(SB)/4, $13
+DATA xrowperm<>+32(SB)/4, $2
+DATA xrowperm<>+36(SB)/4, $6
+DATA xrowperm<>+40(SB)/4, $10
+DATA xrowperm<>+44(SB)/4, $14
+DATA xrowperm<>+48(SB)/4, $3
+DATA xrowperm<>+52(SB)/4, $7
+DATA xrowperm<>+56(SB)/4, $11
+DATA xrowperm<>+60(SB)/4, $15
+GLOBL xrowperm<>(SB), RODATA|NOPTR, $64
+
+// LOADROW: the row's scales (Y0, zero past the tile's groups) and its
+// nibbles, groups 0–3 low/high in Z3/Z4 and 4–7 in Z5/Z6; advances SI, DI.
+// Prefetches as the single-column kernel's Q4ROW.
+#define LOADROW \
+	PREFETCHT0  2048(DI); \
+	PREFETCHT0  2112(DI); \
+	PREFETCHT1  8192(DI); \
+	PREFETCHT1  8256(DI); \
+	VCVTPH2PS.Z (SI), K3, Y0; \
+	VMOVDQU32.Z (DI), K1, Z3; \
+	VPSRLW      $4, Z3, Z4; \
+	VPANDD      Z31, Z3, Z3; \
+	VPANDD      Z31, Z4, Z4; \
+	VMOVDQU32.Z 64(DI), K2, Z5; \
+	VPSRLW      $4, Z5, Z6; \
+	VPANDD      Z31, Z5, Z5; \
+	VPANDD      Z31, Z6, Z6; \
+	ADDQ        R10, SI; \
+	ADDQ        R11, DI
+
+// COL adds the loaded row times one column (its vnniCol at BX+xl…) into
+// acc: per block the −8·Σx bias, two VPDPBUSD against the column's int8
+// halves, converted and scaled per lane by row scale × column scale.
+#define COL(xlo, xho, c4o, dxo, acc) \
+	MOVQ        dxo(BX), AX; \
+	VMULPS      (AX), Y0, Y2; \
+	VPERMPS     Z2, Z28, Z1; \
+	VPERMPS     Z2, Z27, Z2; \
+	MOVQ        c4o(BX), AX; \
+	MOVQ        xlo(BX), DX; \
+	MOVQ        xho(BX), R12; \
+	VMOVDQU32.Z (AX), K1, Z7; \
+	VPDPBUSD    (DX), Z3, Z7; \
+	VPDPBUSD    (R12), Z4, Z7; \
+	VCVTDQ2PS   Z7, Z7; \
+	VMULPS      Z2, Z7, acc; \
+	VMOVDQU32.Z 64(AX), K2, Z7; \
+	VPDPBUSD    64(DX), Z5, Z7; \
+	VPDPBUSD    64(R12), Z6, Z7; \
+	VCVTDQ2PS   Z7, Z7; \
+	VFMADD231PS Z1, Z7, acc
+
+// ROW4 runs LOADROW and the four columns, accumulator of column j being
+// a0..a3.
+#define ROW4(a0, a1, a2, a3) \
+	LOADROW; \
+	COL(0, 8, 16, 24, a0); \
+	COL(40, 48, 56, 64, a1); \
+	COL(80, 88, 96, 104, a2); \
+	COL(120, 128, 136, 144, a3)
+
+// STORE adds lanes 4j..4j+3 of Z8 (column j's four rows) into y_j at R9.
+#define STORE(lane, yo) \
+	VEXTRACTF32X4 $lane, Z8, X24; \
+	MOVQ          yo(BX), AX; \
+	VADDPS        (AX)(R9*1), X24, X24; \
+	VMOVUPS       X24, (AX)(R9*1)
+
+// func q4vnni512x4(sc, data *byte, rows, groups int, cols *[4]vnniCol, k0, k1, kg int)
+//
+// rows must be a positive multiple of 4; vnniCol is {xl, xh, c4, dx, y}
+// (40 bytes), pointers already offset to the tile's first group and row.
+TEXT ·q4vnni512x4(SB), NOSPLIT, $0-64
+	MOVQ         sc+0(FP), SI
+	MOVQ         data+8(FP), DI
+	MOVQ         rows+16(FP), CX
+	MOVQ         groups+24(FP), R8
+	MOVQ         cols+32(FP), BX
+	MOVQ         k0+40(FP), AX
+	KMOVW        AX, K1
+	MOVQ         k1+48(FP), AX
+	KMOVW        AX, K2
+	MOVQ         kg+56(FP), AX
+	KMOVW        AX, K3
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z31
+	VMOVDQU32    idx4a<>(SB), Z27
+	VMOVDQU32    idx4b<>(SB), Z28
+	VMOVDQU32    xrowperm<>(SB), Z29
+	LEAQ         (R8)(R8*1), R10
+	MOVQ         R8, R11
+	SHLQ         $4, R11
+	XORQ         R9, R9
+
+x4loop:
+	ROW4(Z8, Z12, Z16, Z20)
+	ROW4(Z9, Z13, Z17, Z21)
+	ROW4(Z10, Z14, Z18, Z22)
+	ROW4(Z11, Z15, Z19, Z23)
+	XRED1(Z8, Z9)
+	XRED1(Z10, Z11)
+	XRED1(Z12, Z13)
+	XRED1(Z14, Z15)
+	XRED1(Z16, Z17)
+	XRED1(Z18, Z19)
+	XRED1(Z20, Z21)
+	XRED1(Z22, Z23)
+	XRED2(Z8, Z10)
+	XRED2(Z12, Z14)
+	XRED2(Z16, Z18)
+	XRED2(Z20, Z22)
+	XRED3(Z8, Z12)
+	XRED3(Z16, Z20)
+	XRED4(Z8, Z16)
+	VPERMPS      Z8, Z29, Z8
+	STORE(0, 32)
+	STORE(1, 72)
+	STORE(2, 112)
+	STORE(3, 152)
+	ADDQ         $16, R9
+	SUBQ         $4, CX
+	JNZ          x4loop
+	VZEROUPPER
+	RET
