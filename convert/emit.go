@@ -36,8 +36,6 @@ type job struct {
 
 const maxTileBytes = quant.MaxTileRows * quant.MaxTileCols * 4
 
-var tileBufs = sync.Pool{New: func() any { b := make([]byte, maxTileBytes); return &b }}
-
 // emitter runs the ordered parallel pipeline: one producer walks the
 // layout, `workers` goroutines convert and quantize stripes, and the
 // calling goroutine writes results strictly in layout order. At most
@@ -50,6 +48,7 @@ type emitter struct {
 	window   int
 	lastUse  map[*tensor]int // seq of the last op reading each tensor
 	progress func(inputBytes int64)
+	tileBufs sync.Pool // maxTileBytes buffers, recycled once a job is written
 
 	slotStart int64
 }
@@ -61,6 +60,7 @@ func (j *job) sameStripe(o *op) bool {
 }
 
 func (e *emitter) run(ctx context.Context) error {
+	e.tileBufs.New = func() any { b := make([]byte, maxTileBytes); return &b }
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	order := make(chan *job, e.window)
@@ -122,7 +122,7 @@ func (e *emitter) run(ctx context.Context) error {
 			defer wg.Done()
 			scratch := make([]float32, quant.MaxTileRows*quant.MaxTileCols)
 			for j := range jobs {
-				encodeJob(j, scratch)
+				encodeJob(j, scratch, &e.tileBufs)
 				close(j.done)
 			}
 		}()
@@ -145,7 +145,7 @@ func (e *emitter) run(ctx context.Context) error {
 			}
 		}
 		for _, b := range j.bufs {
-			tileBufs.Put(b)
+			e.tileBufs.Put(b)
 		}
 		if werr != nil {
 			cancel()
@@ -162,12 +162,12 @@ func (e *emitter) run(ctx context.Context) error {
 }
 
 // encodeJob quantizes a stripe's tiles into pooled buffers.
-func encodeJob(j *job, scratch []float32) {
+func encodeJob(j *job, scratch []float32, bufs *sync.Pool) {
 	j.tiles = make([]quant.Tile, len(j.ops))
 	j.bufs = make([]*[]byte, len(j.ops))
 	for i, o := range j.ops {
 		rows, cols := int(o.th.Rows), int(o.th.Cols)
-		j.bufs[i] = tileBufs.Get().(*[]byte)
+		j.bufs[i] = bufs.Get().(*[]byte)
 		sb, db := o.q.ScaleBytes(rows, cols), o.q.DataBytes(rows, cols)
 		b := *j.bufs[i]
 		j.tiles[i] = quant.Tile{Type: o.q, Rows: rows, Cols: cols, Scales: b[:sb:sb], Data: b[sb : sb+db : sb+db]}
