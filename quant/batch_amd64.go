@@ -46,3 +46,44 @@ func dotQ4VNNI512Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {
 		dotQ4VNNI512(t, xs[j], col, ys[j])
 	}
 }
+
+// vnniCol8 is one activation column as q8vnni512x4 reads it.
+type vnniCol8 struct {
+	x8 *int8
+	c8 *int32
+	dx *float32
+	y  *float32
+}
+
+// q8vnni512x4 is q4vnni512x4 for Q8_0 tiles (four 64-byte blocks of two
+// groups per row, masks k0..k3).
+//
+//go:noescape
+func q8vnni512x4(sc, data *byte, rows, groups int, cols *[4]vnniCol8, k0, k1, k2, k3, kg int)
+
+// dotQ8VNNI512Batch is dotQ4VNNI512Batch for Q8_0.
+func dotQ8VNNI512Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {
+	g, g0 := Groups(t.Cols), col/GroupSize
+	m := func(b int) int { return lowBits(8 * min(max(g-2*b, 0), 2)) }
+	rows4 := t.Rows &^ 3
+	j := 0
+	for ; j+4 <= len(xs) && rows4 > 0; j += 4 {
+		var cs [4]vnniCol8
+		for i := range cs {
+			x := xs[j+i]
+			cs[i] = vnniCol8{&x.q8[g0*GroupSize], &x.c8[g0*8], &x.dx[g0], &ys[j+i][0]}
+		}
+		q8vnni512x4(&t.Scales[0], &t.Data[0], rows4, g, &cs, m(0), m(1), m(2), m(3), lowBits(g))
+		if rows4 == t.Rows {
+			continue
+		}
+		for i := range 4 {
+			x := xs[j+i]
+			q8vnni512(&t.Scales[rows4*g*2], &t.Data[rows4*g*32], t.Rows-rows4, g, &x.q8[g0*GroupSize], &x.c8[g0*8],
+				&x.dx[g0], &ys[j+i][rows4], m(0), m(1), m(2), m(3), lowBits(g))
+		}
+	}
+	for ; j < len(xs); j++ {
+		dotQ8VNNI512(t, xs[j], col, ys[j])
+	}
+}

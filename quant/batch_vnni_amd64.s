@@ -2,7 +2,7 @@
 
 #include "textflag.h"
 
-// Multi-column AVX-512 VNNI kernel for DotBatch: one Q4_0 tile against four
+// Multi-column AVX-512 VNNI kernels for DotBatch: one Q4_0 or Q8_0 tile against four
 // prepared int8 activation columns at once. Each weight row is loaded and
 // split into nibbles once for all four columns (the single-column kernel
 // does that per column), and four rows × four columns of accumulators are
@@ -44,6 +44,19 @@ DATA idx4b<>+52(SB)/4, $7
 DATA idx4b<>+56(SB)/4, $7
 DATA idx4b<>+60(SB)/4, $7
 GLOBL idx4b<>(SB), RODATA|NOPTR, $64
+
+// idx80..idx83: eight lanes per group, groups (0,1), (2,3), (4,5), (6,7).
+#define IDX8(name, a, b) \
+	DATA name+0(SB)/4, $a;  DATA name+4(SB)/4, $a;  DATA name+8(SB)/4, $a;  DATA name+12(SB)/4, $a; \
+	DATA name+16(SB)/4, $a; DATA name+20(SB)/4, $a; DATA name+24(SB)/4, $a; DATA name+28(SB)/4, $a; \
+	DATA name+32(SB)/4, $b; DATA name+36(SB)/4, $b; DATA name+40(SB)/4, $b; DATA name+44(SB)/4, $b; \
+	DATA name+48(SB)/4, $b; DATA name+52(SB)/4, $b; DATA name+56(SB)/4, $b; DATA name+60(SB)/4, $b; \
+	GLOBL name(SB), RODATA|NOPTR, $64
+
+IDX8(xidx80<>, 0, 1)
+IDX8(xidx81<>, 2, 3)
+IDX8(xidx82<>, 4, 5)
+IDX8(xidx83<>, 6, 7)
 
 // The reduction tree of kernels_vnni_amd64.s (RED1..RED4, then rowperm),
 // with scratch Z24, Z25: sixteen accumulators n = 0..15 become one vector
@@ -183,5 +196,129 @@ x4loop:
 	ADDQ         $16, R9
 	SUBQ         $4, CX
 	JNZ          x4loop
+	VZEROUPPER
+	RET
+
+// Q8 four-column kernel: the same shape with Q8_0 rows (four 64-byte
+// blocks of two groups, weights made unsigned by flipping the sign bit,
+// the −128·Σx bias lanes undoing it). Z3–Z6 hold the row's blocks, Z27–Z30
+// the group → lane maps, Z26 the lane order of the reduced sums.
+
+#define LOADROW8 \
+	PREFETCHT0  2048(DI); \
+	PREFETCHT0  2112(DI); \
+	PREFETCHT0  2176(DI); \
+	PREFETCHT0  2240(DI); \
+	VCVTPH2PS.Z (SI), K3, Y0; \
+	VMOVDQU32.Z (DI), K1, Z3; \
+	VMOVDQU32.Z 64(DI), K2, Z4; \
+	VMOVDQU32.Z 128(DI), K4, Z5; \
+	VMOVDQU32.Z 192(DI), K5, Z6; \
+	VPXORD      Z31, Z3, Z3; \
+	VPXORD      Z31, Z4, Z4; \
+	VPXORD      Z31, Z5, Z5; \
+	VPXORD      Z31, Z6, Z6; \
+	ADDQ        R10, SI; \
+	ADDQ        R11, DI
+
+// BLK8 adds one block (two groups) of the row times the column: the bias
+// lanes (masked like the weights), VPDPBUSD against the column's int8
+// values, converted, scaled by the block's expanded scales (from Z2).
+#define BLK8(off, k, w, idx, acc) \
+	VMOVDQU32.Z off(AX), k, Z7; \
+	VPDPBUSD    off(DX), w, Z7; \
+	VCVTDQ2PS   Z7, Z7; \
+	VPERMPS     Z2, idx, Z1; \
+	VFMADD231PS Z1, Z7, acc
+
+// COL8: x8 at +0 of the column's record, c8 at +8, dx at +16.
+#define COL8(xo, co, dxo, acc) \
+	MOVQ        dxo(BX), AX; \
+	VMULPS      (AX), Y0, Y2; \
+	MOVQ        co(BX), AX; \
+	MOVQ        xo(BX), DX; \
+	VMOVDQU32.Z (AX), K1, Z7; \
+	VPDPBUSD    (DX), Z3, Z7; \
+	VCVTDQ2PS   Z7, Z7; \
+	VPERMPS     Z2, Z27, Z1; \
+	VMULPS      Z1, Z7, acc; \
+	BLK8(64, K2, Z4, Z28, acc); \
+	BLK8(128, K4, Z5, Z29, acc); \
+	BLK8(192, K5, Z6, Z30, acc)
+
+#define ROW8X4(a0, a1, a2, a3) \
+	LOADROW8; \
+	COL8(0, 8, 16, a0); \
+	COL8(32, 40, 48, a1); \
+	COL8(64, 72, 80, a2); \
+	COL8(96, 104, 112, a3)
+
+// STORE8 is STORE for the Q8 records (y at +24).
+#define STORE8(lane, yo) \
+	VEXTRACTF32X4 $lane, Z8, X24; \
+	MOVQ          yo(BX), AX; \
+	VADDPS        (AX)(R9*1), X24, X24; \
+	VMOVUPS       X24, (AX)(R9*1)
+
+// func q8vnni512x4(sc, data *byte, rows, groups int, cols *[4]vnniCol8, k0, k1, k2, k3, kg int)
+//
+// rows must be a positive multiple of 4; vnniCol8 is {x8, c8, dx, y}
+// (32 bytes), pointers already offset to the tile's first group and row.
+TEXT ·q8vnni512x4(SB), NOSPLIT, $0-80
+	MOVQ         sc+0(FP), SI
+	MOVQ         data+8(FP), DI
+	MOVQ         rows+16(FP), CX
+	MOVQ         groups+24(FP), R8
+	MOVQ         cols+32(FP), BX
+	MOVQ         k0+40(FP), AX
+	KMOVW        AX, K1
+	MOVQ         k1+48(FP), AX
+	KMOVW        AX, K2
+	MOVQ         k2+56(FP), AX
+	KMOVW        AX, K4
+	MOVQ         k3+64(FP), AX
+	KMOVW        AX, K5
+	MOVQ         kg+72(FP), AX
+	KMOVW        AX, K3
+	MOVL         $0x80808080, AX
+	VPBROADCASTD AX, Z31
+	VMOVDQU32    xidx80<>(SB), Z27
+	VMOVDQU32    xidx81<>(SB), Z28
+	VMOVDQU32    xidx82<>(SB), Z29
+	VMOVDQU32    xidx83<>(SB), Z30
+	VMOVDQU32    xrowperm<>(SB), Z26
+	LEAQ         (R8)(R8*1), R10
+	MOVQ         R8, R11
+	SHLQ         $5, R11
+	XORQ         R9, R9
+
+x8loop:
+	ROW8X4(Z8, Z12, Z16, Z20)
+	ROW8X4(Z9, Z13, Z17, Z21)
+	ROW8X4(Z10, Z14, Z18, Z22)
+	ROW8X4(Z11, Z15, Z19, Z23)
+	XRED1(Z8, Z9)
+	XRED1(Z10, Z11)
+	XRED1(Z12, Z13)
+	XRED1(Z14, Z15)
+	XRED1(Z16, Z17)
+	XRED1(Z18, Z19)
+	XRED1(Z20, Z21)
+	XRED1(Z22, Z23)
+	XRED2(Z8, Z10)
+	XRED2(Z12, Z14)
+	XRED2(Z16, Z18)
+	XRED2(Z20, Z22)
+	XRED3(Z8, Z12)
+	XRED3(Z16, Z20)
+	XRED4(Z8, Z16)
+	VPERMPS      Z8, Z26, Z8
+	STORE8(0, 24)
+	STORE8(1, 56)
+	STORE8(2, 88)
+	STORE8(3, 120)
+	ADDQ         $16, R9
+	SUBQ         $4, CX
+	JNZ          x8loop
 	VZEROUPPER
 	RET

@@ -65,7 +65,7 @@ func archKernels(f CPUFeatures) []*Kernel {
 	if f.AVX512VNNI {
 		ks = append(ks, &Kernel{name: "vnni", int8: true, f32: dotF32AVX512,
 			q4: dotQ4VNNI512, q8: dotQ8VNNI512, float: avx512, quantize: quantizeVNNI,
-			q4batch: dotQ4VNNI512Batch})
+			q4batch: dotQ4VNNI512Batch, q8batch: dotQ8VNNI512Batch})
 	}
 	return ks
 }
