@@ -52,9 +52,12 @@ const (
 	FeatLayerScalar = "layer_scalar"
 )
 
-// KnownFeatures is every feature this version implements.
-var KnownFeatures = []string{FeatBias, FeatQKNorm, FeatPostNorms, FeatAttnScale, FeatEmbedScale, FeatRopeScaling, FeatMoERouting,
-	FeatKVHeadsPerKind, FeatMoEInputs, FeatExpertScale, FeatFFNSumNorm, FeatLayerScalar}
+// KnownFeatures is every feature this version implements (a fresh slice,
+// so no caller can change what the readers accept).
+func KnownFeatures() []string {
+	return []string{FeatBias, FeatQKNorm, FeatPostNorms, FeatAttnScale, FeatEmbedScale, FeatRopeScaling, FeatMoERouting,
+		FeatKVHeadsPerKind, FeatMoEInputs, FeatExpertScale, FeatFFNSumNorm, FeatLayerScalar}
+}
 
 // Metadata keys of the features above.
 const (
@@ -126,7 +129,7 @@ func Features(h *Header, md *Metadata) (map[string]bool, error) {
 	}
 	for _, f := range strings.Split(list, ",") {
 		known := false
-		for _, k := range KnownFeatures {
+		for _, k := range KnownFeatures() {
 			known = known || k == f
 		}
 		if !known {
