@@ -87,3 +87,50 @@ func dotQ8VNNI512Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {
 		dotQ8VNNI512(t, xs[j], col, ys[j])
 	}
 }
+
+// q4f256x4 adds one Q4_0 tile times four float activation columns into
+// their outputs (batch_avx2_amd64.s): the avx2 kernel with each group
+// widened once for the four.
+//
+//go:noescape
+func q4f256x4(sc, data *byte, rows, groups int, xs, ys *[4]*float32)
+
+// dotQ4AVX2Batch is the avx2 path's DotBatch for Q4_0: four columns at a
+// time, the last B mod 4 through the single-column kernel.
+func dotQ4AVX2Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {
+	g := Groups(t.Cols)
+	j := 0
+	for ; j+4 <= len(xs); j += 4 {
+		var xp, yp [4]*float32
+		for i := range 4 {
+			xp[i], yp[i] = &xs[j+i].x[col], &ys[j+i][0]
+		}
+		q4f256x4(&t.Scales[0], &t.Data[0], t.Rows, g, &xp, &yp)
+	}
+	for ; j < len(xs); j++ {
+		dotQ4AVX2(t, xs[j], col, ys[j])
+	}
+}
+
+// q4f512x4 is q4f256x4 on the avx512 kernel's loop (kg masks the row's
+// scales to its groups).
+//
+//go:noescape
+func q4f512x4(sc, data *byte, rows, groups int, xs, ys *[4]*float32, kg int)
+
+// dotQ4AVX512Batch is the avx512 path's DotBatch for Q4_0, four columns at
+// a time like dotQ4AVX2Batch.
+func dotQ4AVX512Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {
+	g := Groups(t.Cols)
+	j := 0
+	for ; j+4 <= len(xs); j += 4 {
+		var xp, yp [4]*float32
+		for i := range 4 {
+			xp[i], yp[i] = &xs[j+i].x[col], &ys[j+i][0]
+		}
+		q4f512x4(&t.Scales[0], &t.Data[0], t.Rows, g, &xp, &yp, lowBits(g))
+	}
+	for ; j < len(xs); j++ {
+		dotQ4AVX512(t, xs[j], col, ys[j])
+	}
+}
