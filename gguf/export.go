@@ -31,8 +31,8 @@ func Supported(m *cflowfmt.Model) error {
 		return fmt.Errorf("gguf: cannot export as %s: "+format, append([]any{a.name}, args...)...)
 	}
 	switch {
-	case h.CombineStyle != cflowfmt.PreNorm:
-		return bad("combine style %s (only PreNorm maps to llama.cpp's architectures)", h.CombineStyle)
+	case !h.CombineStyle.Standard():
+		return bad("combine style %s (only the standard pre-norm residual maps to llama.cpp's architectures)", h.CombineStyle)
 	case m.Meta != nil && m.Meta.U32(cflowfmt.KeyBlockIterations, 1) > 1:
 		return bad("block iterations %d", m.Meta.U32(cflowfmt.KeyBlockIterations, 1))
 	case h.DenseDelay != 0 || h.ExpertDelay != 0:

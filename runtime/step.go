@@ -15,21 +15,8 @@ import (
 // Header.MaxSeqLen returns ErrContextFull; any error leaves the engine as
 // it was before the call.
 func (e *Engine) Step(tok int) (logits []float32, err error) {
-	// The weights are a file mapping: if the file is truncated under the
-	// engine, reading a vanished page faults. Turn that into an error
-	// naming the file (exit 2 in the CLI) instead of a fatal SIGBUS; the
-	// workers forward their faults here (pool.run re-raises them).
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			fe, ok := r.(interface{ Addr() uintptr })
-			if !ok {
-				panic(r)
-			}
-			e.seq.truncate(e.seq.pos)
-			logits, err = nil, &cflowfmt.FormatError{File: e.m.Path, What: fmt.Sprintf("memory fault at %#x reading the mapped weights: the file was truncated or replaced while open (%v)", fe.Addr(), r)}
-		}
-	}()
+	defer e.faultAsError(&e.seq, &logits, &err)
 	if tok < 0 || tok >= int(e.h.VocabSize) {
 		return nil, fmt.Errorf("runtime: token %d outside the vocabulary 0..%d", tok, e.h.VocabSize-1)
 	}
