@@ -21,10 +21,11 @@ import (
 
 // convertFixture converts golden/fixtures/<arch> for nodes NUMA nodes and
 // opens it with the format readers.
-func convertFixture(t *testing.T, arch, ext string, q quant.Type, nodes int) *cflowfmt.Model {
+func convertFixture(t *testing.T, dir, ext string, q quant.Type, nodes int) *cflowfmt.Model {
 	t.Helper()
+	arch := filepath.Base(dir)
 	out := filepath.Join(t.TempDir(), fmt.Sprintf("%s_%d%s", arch, nodes, ext))
-	if _, err := convert.Convert(context.Background(), filepath.Join("../golden/fixtures", arch), out,
+	if _, err := convert.Convert(context.Background(), dir, out,
 		convert.Options{Quant: q, NUMANodes: nodes, Workers: 1}); err != nil {
 		t.Fatalf("convert %s: %v", arch, err)
 	}
@@ -58,6 +59,17 @@ var numaPrompt = []int{1, 17, 5, 42}
 // 1's are skipped, and each worker group runs on its node's CPU only.
 func TestNUMAGoldenFixtures(t *testing.T) {
 	archs, _ := filepath.Glob("../golden/fixtures/*/config.json")
+	// The Hugging Face families too (their per-kind KV heads, q/k norms and
+	// expert scales are per-layer state a NUMA placement must carry); the
+	// refused dense-among-MoE fixture is not a model.
+	for _, g := range []string{"../golden/families/fixtures/*/config.json", "../golden/gemma4_text/fixtures/*/config.json"} {
+		more, _ := filepath.Glob(g)
+		for _, c := range more {
+			if !strings.Contains(c, "_mixed/") {
+				archs = append(archs, c)
+			}
+		}
+	}
 	if len(archs) == 0 {
 		t.Skip("no golden fixtures")
 	}
@@ -65,13 +77,14 @@ func TestNUMAGoldenFixtures(t *testing.T) {
 		t.Log("this machine has a real node 1: its requests are applied, not skipped")
 	}
 	for _, cfg := range archs {
-		arch := filepath.Base(filepath.Dir(cfg))
+		dir := filepath.Dir(cfg)
+		arch := filepath.Base(dir)
 		t.Run(arch, func(t *testing.T) {
 			for _, f := range []struct {
 				ext string
 				q   quant.Type
 			}{{".cflow", quant.Q8_0}, {".vflow", quant.Q4_0}} {
-				m := convertFixture(t, arch, f.ext, f.q, 2)
+				m := convertFixture(t, dir, f.ext, f.q, 2)
 				plain := newNUMAEngine(t, m, numa.Single([]int{0}), nil)
 				if r := plain.NUMA(); r.Mode != "plain" || r.PlanNodes != 2 || plain.numa != nil {
 					t.Fatalf("%s: planned 2, run 1: %+v", f.ext, r)
@@ -85,8 +98,16 @@ func TestNUMAGoldenFixtures(t *testing.T) {
 				}
 				got, gotT := decodeRun(t, two, numaPrompt, 4)
 				sameDecode(t, f.ext+" planned 2 run 2", want, got, wantT, gotT, 1e-4)
-				checkPlacement(t, m, rec.Log())
-				checkSplit(t, two)
+				if !familyFixture(dir) {
+					// The placement and split checks assume each node owns a
+					// page-sized shard of every split matrix and a share of
+					// O's input; the family fixtures' MQA layers (one KV
+					// head, 16-wide heads, two query heads) are smaller
+					// than a page and than two 32-column O shards. Their
+					// NUMA decode is still checked above against one node.
+					checkPlacement(t, m, rec.Log())
+					checkSplit(t, two)
+				}
 				checkAffinity(t, two)
 
 				if f.ext == ".cflow" {
@@ -102,7 +123,7 @@ func TestNUMAGoldenFixtures(t *testing.T) {
 					sameDecode(t, "planned 2 run 3", want, got, wantT, gotT, 1e-4)
 				}
 			}
-			m1 := convertFixture(t, arch, ".cflow", quant.Q8_0, 1)
+			m1 := convertFixture(t, dir, ".cflow", quant.Q8_0, 1)
 			want, wantT := decodeRun(t, newNUMAEngine(t, m1, numa.Single([]int{0}), nil), numaPrompt, 4)
 			e := newNUMAEngine(t, m1, twoNodes(t), numa.NewKernel())
 			if r := e.NUMA(); r.Mode != "copy" || r.PlanNodes != 1 {
@@ -279,4 +300,10 @@ func checkAffinity(t *testing.T, e *Engine) {
 			t.Errorf("node %d worker affinity %v CPUs, want %v", g, set.Count(), want)
 		}
 	}
+}
+
+// familyFixture reports the Hugging Face family fixtures (golden/families,
+// golden/gemma4_text) among the NUMA test's models.
+func familyFixture(dir string) bool {
+	return strings.Contains(dir, "/families/") || strings.Contains(dir, "/gemma4_text/")
 }
