@@ -17,6 +17,21 @@ type addedToken struct {
 	Normalized bool   `json:"normalized"`
 }
 
+func (t addedToken) flags() byte {
+	var f byte
+	for i, b := range []bool{t.Special, t.LStrip, t.RStrip, t.SingleWord, t.Normalized} {
+		if b {
+			f |= 1 << i
+		}
+	}
+	return f
+}
+
+func addedFromFlags(id int, f byte, content string) addedToken {
+	return addedToken{ID: id, Content: content, Special: f&1 != 0, LStrip: f&2 != 0, RStrip: f&4 != 0,
+		SingleWord: f&8 != 0, Normalized: f&16 != 0}
+}
+
 // addedMatcher finds added tokens in text leftmost-longest, as the
 // tokenizers library's Aho-Corasick split does, by walking a byte trie
 // from each candidate position (a first-byte set skips the rest).

@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"fmt"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -16,12 +17,34 @@ type bpe struct {
 	byteFallback bool
 	ignoreMerges bool
 	byteID       [256]int32 // id of "<0xXX>", −1 when absent
+	// char maps each single-character piece to its id, so a word's
+	// characters become ids without a binary search each.
+	char map[rune]int32
+	// cache holds recent words' ids, as the tokenizers library's BPE
+	// cache does: prose repeats its words.
+	mu    sync.RWMutex
+	cache map[string][]int32
 }
+
+// Cache bounds: words longer than maxCachedWord bytes are not cached, and
+// the cache is dropped when it reaches maxCacheWords entries.
+const (
+	maxCachedWord = 64
+	maxCacheWords = 10000
+)
 
 func (b *bpe) init() {
 	for i := range b.byteID {
 		b.byteID[i] = int32(b.v.find(fmt.Sprintf("<0x%02X>", i)))
 	}
+	b.char = map[rune]int32{}
+	for id := b.v.size() - 1; id >= 0; id-- { // lowest id wins, as find
+		p := b.v.bytes(id)
+		if r, n := utf8.DecodeRune(p); n == len(p) && n > 0 && (r != utf8.RuneError || n == 3) {
+			b.char[r] = int32(id)
+		}
+	}
+	b.cache = map[string][]int32{}
 }
 
 // mergeCand is a pending merge of the symbol at pos with its right
@@ -37,13 +60,29 @@ func (b *bpe) word(w string, out []int) ([]int, error) {
 			return append(out, id), nil
 		}
 	}
+	if len(w) <= maxCachedWord {
+		b.mu.RLock()
+		c, ok := b.cache[w]
+		b.mu.RUnlock()
+		if ok {
+			for _, id := range c {
+				out = append(out, int(id))
+			}
+			return out, nil
+		}
+	}
 	ids := make([]int32, 0, len(w))
 	lastUnk := false
 	for i := 0; i < len(w); {
-		_, n := utf8.DecodeRuneInString(w[i:])
+		r, n := utf8.DecodeRuneInString(w[i:])
 		ch := w[i : i+n]
 		i += n
-		if id := b.v.find(ch); id >= 0 {
+		if r != utf8.RuneError || n == 3 {
+			if id, ok := b.char[r]; ok {
+				ids, lastUnk = append(ids, id), false
+				continue
+			}
+		} else if id := b.v.find(ch); id >= 0 {
 			ids, lastUnk = append(ids, int32(id)), false
 			continue
 		}
@@ -71,6 +110,14 @@ func (b *bpe) word(w string, out []int) ([]int, error) {
 	ids = b.merge(ids)
 	for _, id := range ids {
 		out = append(out, int(id))
+	}
+	if len(w) <= maxCachedWord {
+		b.mu.Lock()
+		if len(b.cache) >= maxCacheWords {
+			clear(b.cache)
+		}
+		b.cache[w] = ids
+		b.mu.Unlock()
 	}
 	return out, nil
 }

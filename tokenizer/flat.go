@@ -10,8 +10,11 @@ import (
 // The flat form of an HF tokenizer (tokenizer.data for kind "hf"), all
 // little-endian:
 //
-//	"CFTK" u32 version(1)
-//	u32 n, pipeline JSON (n bytes)             normalizer, pre-tokenizer, decoder, added tokens, post ids
+//	"CFTK" u32 version(2)
+//	u32 n, pipeline JSON (n bytes)             normalizer, pre-tokenizer, decoder, post ids, model flags
+//	u32 added, per added token: u32 id, u8 flags (1 special, 2 lstrip, 4 rstrip, 8 single_word,
+//	    16 normalized), u32 length, content bytes
+//	    (version 1 had no such section: its added tokens were in the JSON, which parses slower)
 //	u32 ids, u32 offsets[ids+1], piece bytes   piece table by id (offsets[ids] bytes)
 //	u32 sorted[count], count = u32 before it   ids sorted by piece bytes
 //	u32 merges, u64 keys[merges], u64 vals[merges]   (a<<32|b) → (rank<<32|merged), sorted by key
@@ -20,7 +23,7 @@ import (
 // 262k pieces is rebuilt, which is what made every start take seconds.
 var flatMagic = [4]byte{'C', 'F', 'T', 'K'}
 
-const flatVersion = 1
+const flatVersion = 2
 
 // Compile turns tokenizer.json (and tokenizer_config.json, nil when
 // absent) into the flat form, checking that the runtime can run it.
@@ -43,6 +46,8 @@ func Compile(tokenizerJSON, configJSON []byte) ([]byte, error) {
 }
 
 func marshalFlat(pipe pipeline, v *vocab, m *merges) ([]byte, error) {
+	added := pipe.AddedTokens
+	pipe.AddedTokens = nil
 	pj, err := json.Marshal(pipe)
 	if err != nil {
 		return nil, err
@@ -53,6 +58,13 @@ func marshalFlat(pipe pipeline, v *vocab, m *merges) ([]byte, error) {
 	b = le.AppendUint32(b, flatVersion)
 	b = le.AppendUint32(b, uint32(len(pj)))
 	b = append(b, pj...)
+	b = le.AppendUint32(b, uint32(len(added)))
+	for _, a := range added {
+		b = le.AppendUint32(b, uint32(a.ID))
+		b = append(b, a.flags())
+		b = le.AppendUint32(b, uint32(len(a.Content)))
+		b = append(b, a.Content...)
+	}
 	b = le.AppendUint32(b, uint32(v.size()))
 	for _, o := range v.off {
 		b = le.AppendUint32(b, o)
@@ -140,10 +152,27 @@ func OpenFlat(data []byte, bos, eos int) (*HF, error) {
 	if magic := r.bytes(4, "magic"); r.err == nil && string(magic) != string(flatMagic[:]) {
 		return nil, errors.New("tokenizer data: not a flat tokenizer (bad magic)")
 	}
-	if v := r.u32("version"); r.err == nil && v != flatVersion {
-		return nil, fmt.Errorf("tokenizer data: version %d, this build reads %d", v, flatVersion)
+	version := r.u32("version")
+	if r.err == nil && version != 1 && version != flatVersion {
+		return nil, fmt.Errorf("tokenizer data: version %d, this build reads 1 and %d", version, flatVersion)
 	}
 	pj := r.bytes(int(r.u32("pipeline length")), "pipeline")
+	var added []addedToken
+	if version >= 2 {
+		na := int(r.u32("added token count"))
+		if r.err == nil && na > len(data) {
+			return nil, fmt.Errorf("tokenizer data: %d added tokens", na)
+		}
+		added = make([]addedToken, 0, max(na, 0))
+		for i := 0; i < na && r.err == nil; i++ {
+			id := r.u32("added token id")
+			fl := r.bytes(1, "added token flags")
+			content := r.bytes(int(r.u32("added token length")), "added token")
+			if r.err == nil {
+				added = append(added, addedFromFlags(int(id), fl[0], string(content)))
+			}
+		}
+	}
 	n := int(r.u32("id count"))
 	if r.err == nil && n > 1<<24 {
 		return nil, fmt.Errorf("tokenizer data: %d ids", n)
@@ -187,6 +216,9 @@ func OpenFlat(data []byte, bos, eos int) (*HF, error) {
 	var pipe pipeline
 	if err := json.Unmarshal(pj, &pipe); err != nil {
 		return nil, fmt.Errorf("tokenizer data: pipeline: %w", err)
+	}
+	if version >= 2 {
+		pipe.AddedTokens = added
 	}
 	for _, id := range append(append([]int{}, pipe.Prefix...), pipe.Suffix...) {
 		if id < 0 || id >= n {
