@@ -29,7 +29,7 @@ type bpe struct {
 // Cache bounds: words longer than maxCachedWord bytes are not cached, and
 // the cache is dropped when it reaches maxCacheWords entries.
 const (
-	maxCachedWord = 64
+	maxCachedWord = 256
 	maxCacheWords = 10000
 )
 
