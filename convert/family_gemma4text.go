@@ -134,14 +134,20 @@ func splitExperts(c *checkpoint) error {
 			base := e * 2 * fe * d * es
 			for i, part := range []string{"gate_proj", "up_proj"} {
 				off := base + i*fe*d*es
-				v, err := newTensor(n, t.file, t.dt, []int{fe, d}, t.data[off:off+fe*d*es])
+				v, err := newTensor(fmt.Sprintf("%s (expert %d, %s rows)", n, e, part[:len(part)-5]), t.file, t.dt, []int{fe, d}, t.data[off:off+fe*d*es])
+				if err == nil {
+					err = v.checkFinite() // the 3-D bank skipped the reader's check
+				}
 				if err != nil {
 					return err
 				}
 				c.tensors[fmt.Sprintf("%s.experts.%d.%s", l, e, part)] = v
 			}
 			off := e * d * fe * es
-			v, err := newTensor(l+".experts.down_proj", dn.file, dn.dt, []int{d, fe}, dn.data[off:off+d*fe*es])
+			v, err := newTensor(fmt.Sprintf("%s.experts.down_proj (expert %d)", l, e), dn.file, dn.dt, []int{d, fe}, dn.data[off:off+d*fe*es])
+			if err == nil {
+				err = v.checkFinite()
+			}
 			if err != nil {
 				return err
 			}

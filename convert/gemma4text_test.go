@@ -2,6 +2,7 @@ package convert
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -105,4 +106,31 @@ func TestGemma4TextLayout(t *testing.T) {
 	if len(res.Notes) != 1 || res.Architecture != "gemma4_text" {
 		t.Fatalf("multimodal: architecture %s, notes %q", res.Architecture, res.Notes)
 	}
+}
+
+// TestGemma4FusedBankNaN: a NaN inside a fused expert bank is refused
+// naming the bank and the expert, like any other weight.
+func TestGemma4FusedBankNaN(t *testing.T) {
+	dir := gemma4Copy(t, "gemma4_text", func(map[string]any) {})
+	st := filepath.Join(dir, "model.safetensors")
+	b, err := os.ReadFile(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int(binary.LittleEndian.Uint64(b))
+	var hdr map[string]struct {
+		Offsets [2]int `json:"data_offsets"`
+	}
+	if err := json.Unmarshal(b[8:8+n], &hdr); err != nil {
+		t.Fatal(err)
+	}
+	e := hdr["model.layers.1.experts.gate_up_proj"]
+	// Expert 3 of [128, 8, 40] bf16, up half (rows 4..7), row 5 column 2.
+	off := 8 + n + e.Offsets[0] + ((3*8+5)*40+2)*2
+	binary.LittleEndian.PutUint16(b[off:], 0x7fc0)
+	os.Remove(st)
+	if err := os.WriteFile(st, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	convertErr(t, dir, Options{}, "model.layers.1.experts.gate_up_proj (expert 3, up rows)", "non-finite")
 }
