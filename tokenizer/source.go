@@ -121,22 +121,9 @@ func WriteMetadata(md *cflowfmt.Metadata, src *Source, vocab int) error {
 	}
 	md.SetString(cflowfmt.KeyTokenizerKind, KindHF)
 	md.SetBytes(cflowfmt.KeyTokenizerData, flat)
-	if id := t.TokenID(cfg.BOSToken); cfg.BOSToken != "" && id >= 0 {
-		setDefaultU32(md, cflowfmt.KeyBOS, uint32(id))
-		md.SetString(cflowfmt.KeyBOSToken, cfg.BOSToken)
-	} else if len(t.pipe.Prefix) > 0 {
-		setDefaultU32(md, cflowfmt.KeyBOS, uint32(t.pipe.Prefix[0]))
-	}
-	if id := t.TokenID(cfg.EOSToken); cfg.EOSToken != "" && id >= 0 {
-		setDefaultU32(md, cflowfmt.KeyEOS, uint32(id))
-		md.SetString(cflowfmt.KeyEOSToken, cfg.EOSToken)
-	}
-	md.SetU32(cflowfmt.KeyAddBOS, b2u(len(t.pipe.Prefix) > 0))
-	if cfg.ChatTemplate != "" {
-		md.SetString(cflowfmt.KeyChatTemplate, cfg.ChatTemplate)
-	}
-	// Stop ids: EOS, generation_config.json's eos_token_id (one or a
-	// list), and the known end-of-turn tokens the vocabulary has.
+	// Stop ids: config.json's EOS, tokenizer_config.json's,
+	// generation_config.json's eos_token_id (one or a list), and the known
+	// end-of-turn tokens the vocabulary has.
 	seen := map[int]bool{}
 	var stops []uint32
 	add := func(id int) {
@@ -147,6 +134,24 @@ func WriteMetadata(md *cflowfmt.Metadata, src *Source, vocab int) error {
 	}
 	if eos := md.U32(cflowfmt.KeyEOS, ^uint32(0)); eos != ^uint32(0) {
 		add(int(eos))
+	}
+	// tokenizer_config.json names the tokenizer's own BOS/EOS; they win
+	// over config.json's ids (equal in published checkpoints; a tokenizer
+	// attached with --tokenizer brings its own).
+	if id := t.TokenID(cfg.BOSToken); cfg.BOSToken != "" && id >= 0 {
+		md.SetU32(cflowfmt.KeyBOS, uint32(id))
+		md.SetString(cflowfmt.KeyBOSToken, cfg.BOSToken)
+	} else if len(t.pipe.Prefix) > 0 {
+		setDefaultU32(md, cflowfmt.KeyBOS, uint32(t.pipe.Prefix[0]))
+	}
+	if id := t.TokenID(cfg.EOSToken); cfg.EOSToken != "" && id >= 0 {
+		md.SetU32(cflowfmt.KeyEOS, uint32(id))
+		md.SetString(cflowfmt.KeyEOSToken, cfg.EOSToken)
+		add(id)
+	}
+	md.SetU32(cflowfmt.KeyAddBOS, b2u(len(t.pipe.Prefix) > 0))
+	if cfg.ChatTemplate != "" {
+		md.SetString(cflowfmt.KeyChatTemplate, cfg.ChatTemplate)
 	}
 	if src.GenerationConfig != nil {
 		var g struct {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/chat"
 	"github.com/cflow-dev/cflow/tokenizer"
 	"github.com/cflow-dev/cflow/vflowfmt"
@@ -221,6 +222,12 @@ func TestChatThreeTurns(t *testing.T) {
 	cm, err := openChat(m.Meta, int(m.Header.VocabSize))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// tokenizer_config.json's eos_token <|im_end|> (291) is the EOS; the
+	// fixture config.json's eos_token_id 2 and <|endoftext|> (292) stay
+	// stop ids.
+	if eos := m.Meta.U32(cflowfmt.KeyEOS, 0); eos != 291 || fmt.Sprint(m.Meta.U32s(cflowfmt.KeyEndOfTurn)) != "[2 291 292]" {
+		t.Fatalf("eos %d, stop ids %v, eot %v", eos, cm.stop, m.Meta.U32s(cflowfmt.KeyEndOfTurn))
 	}
 	msgs := []chat.Message{{Role: "system", Content: "Be brief."}}
 	var last []int

@@ -129,12 +129,14 @@ func readInput(path string) ([]byte, error) {
 	return b, err
 }
 
+// printJSON prints v on one line, "<" and ">" as themselves (special
+// tokens stay readable).
 func printJSON(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return cli.Exit(err.Error(), exitError)
 	}
-	fmt.Println(string(b))
 	return nil
 }
 
