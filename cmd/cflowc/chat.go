@@ -29,7 +29,8 @@ func init() {
 			"conversation with the file's chat template (as transformers' apply_chat_template, with\n" +
 			"add_generation_prompt) and streams the reply until the model's end-of-turn or EOS token or\n" +
 			"--max-tokens. /reset forgets the conversation (the --system message stays), /exit or end of\n" +
-			"input quits. --json prints one {\"user\", \"reply\", \"prompt_tokens\", \"finish\"} object per turn.",
+			"input quits. The conversation stays in the engine: a turn feeds only the tokens its prompt adds.\n" +
+			"--json prints one {\"user\", \"reply\", \"prompt_tokens\", \"reused_tokens\", \"finish\"} object per turn.",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "system", Usage: "system message that opens the conversation"},
 			&cli.IntFlag{Name: "max-tokens", Aliases: []string{"n"}, Value: 512, Usage: "reply tokens at most (≥ 1)"},
@@ -68,6 +69,15 @@ func (cm *chatModel) prompt(msgs []chat.Message) ([]int, error) {
 		return nil, err
 	}
 	return tokenizer.EncodeText(cm.tk, text, false)
+}
+
+// commonPrefix is the length of the longest common prefix of a and b.
+func commonPrefix(a, b []int) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
 }
 
 // chatPrompt is run --chat's prompt: the template applied to one user
@@ -124,6 +134,7 @@ func runChat(c *cli.Context) error {
 		history = append(history, chat.Message{Role: "system", Content: c.String("system")})
 	}
 	system := len(history)
+	var fed []int
 	out := bufio.NewWriter(os.Stdout)
 	in := bufio.NewReaderSize(os.Stdin, 1<<16)
 	ctx := c.Context
@@ -164,12 +175,18 @@ func runChat(c *cli.Context) error {
 			fmt.Fprintf(os.Stderr, "chat: the conversation is %d tokens, the model's context is %d; /reset to start over\n", len(prompt), h.MaxSeqLen)
 			continue
 		}
-		seq, serr := generate.NewSequence(generate.Request{Prompt: prompt, MaxTokens: c.Int("max-tokens"), Ctx: int(h.MaxSeqLen),
+		// The engine keeps the conversation so far: when the new prompt
+		// extends what it holds, only the new tokens are fed.
+		keep := commonPrefix(fed, prompt)
+		if keep < len(fed) || keep == len(prompt) || e.Pos() != len(fed) {
+			e.Reset()
+			fed, keep = nil, 0
+		}
+		seq, serr := generate.NewSequence(generate.Request{Prompt: prompt[keep:], MaxTokens: c.Int("max-tokens"), Ctx: int(h.MaxSeqLen) - keep,
 			Params: params, StopIDs: cm.stop, Tokenizer: cm.tk, TopLogprobs: -1}, int(h.VocabSize), int(h.MaxSeqLen))
 		if serr != nil {
 			return flagError("chat", serr)
 		}
-		e.Reset()
 		var reply []byte
 		st, rerr := generate.Run(ctx, e, seq, generate.Options{OnToken: func(t generate.Token) error {
 			reply = append(reply, t.Text...)
@@ -182,6 +199,12 @@ func runChat(c *cli.Context) error {
 		if rerr != nil {
 			return cli.Exit("chat: "+rerr.Error(), exitError)
 		}
+		// What the engine now holds: the prompt and every generated token
+		// but the last (reported, not fed).
+		fed = append(fed[:0:0], prompt...)
+		if g := seq.Generated(); len(g) > 0 {
+			fed = append(fed, g[:len(g)-1]...)
+		}
 		// The reply as text, invalid UTF-8 replaced (as transformers'
 		// decode does), is the assistant turn the next prompt renders.
 		text := strings.ToValidUTF8(string(reply), "\uFFFD")
@@ -191,8 +214,9 @@ func runChat(c *cli.Context) error {
 				User         string `json:"user"`
 				Reply        string `json:"reply"`
 				PromptTokens int    `json:"prompt_tokens"`
+				Reused       int    `json:"reused_tokens"`
 				Finish       string `json:"finish"`
-			}{user, text, len(prompt), st.Reason})
+			}{user, text, len(prompt), keep, st.Reason})
 			if jerr != nil {
 				return cli.Exit(jerr.Error(), exitError)
 			}

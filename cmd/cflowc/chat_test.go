@@ -258,6 +258,59 @@ func TestChatThreeTurns(t *testing.T) {
 	}
 }
 
+// TestChatReusesTheConversation: with one-token replies each prompt
+// extends what the engine holds (the reply token was sampled but not fed),
+// so turns 2 and 3 feed only their new tokens; the third reply still equals
+// run's greedy reply to the whole prompt fed from scratch.
+func TestChatReusesTheConversation(t *testing.T) {
+	model := chatModelFile(t)
+	code, out := runIO(t, "Hi\nAnd?\nOK.\n", "chat", model, "--json", "--temperature", "0", "--max-tokens", "1", "--threads", "2")
+	if code != 0 {
+		t.Fatalf("chat: exit %d", code)
+	}
+	type turn struct {
+		User, Reply  string
+		PromptTokens int `json:"prompt_tokens"`
+		Reused       int `json:"reused_tokens"`
+	}
+	var turns []turn
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var tr turn
+		if err := json.Unmarshal([]byte(l), &tr); err != nil {
+			t.Fatalf("%v: %q", err, l)
+		}
+		turns = append(turns, tr)
+	}
+	if len(turns) != 3 || turns[0].Reused != 0 || turns[1].Reused != turns[0].PromptTokens || turns[2].Reused != turns[1].PromptTokens {
+		t.Fatalf("turns %+v: want each turn to reuse the previous prompt", turns)
+	}
+	m, err := vflowfmt.OpenModel(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	cm, err := openChat(m.Meta, int(m.Header.VocabSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []chat.Message
+	for _, tr := range turns[:2] {
+		msgs = append(msgs, chat.Message{Role: "user", Content: tr.User}, chat.Message{Role: "assistant", Content: tr.Reply})
+	}
+	ids, err := cm.prompt(append(msgs, chat.Message{Role: "user", Content: turns[2].User}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s []string
+	for _, id := range ids {
+		s = append(s, strconv.Itoa(id))
+	}
+	code, runOut := runIO(t, "", "run", model, "--prompt-ids", strings.Join(s, ","), "--temperature", "0", "--max-tokens", "1", "--threads", "2")
+	if want := strings.ToValidUTF8(strings.TrimSuffix(runOut, "\n"), "\uFFFD"); code != 0 || !strings.HasSuffix(want, turns[2].Reply) {
+		t.Fatalf("third reply %q; run from scratch printed %q (exit %d)", turns[2].Reply, runOut, code)
+	}
+}
+
 // llama2cModel writes a tiny llama2.c checkpoint (random weights, shared
 // classifier) with the given vocabulary.
 func llama2cModel(t *testing.T, path string, vocab int) {
