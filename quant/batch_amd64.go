@@ -134,3 +134,45 @@ func dotQ4AVX512Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {
 		dotQ4AVX512(t, xs[j], col, ys[j])
 	}
 }
+
+// q8f256x4 and q8f512x4 are the Q8_0 versions of q4f256x4 and q4f512x4.
+//
+//go:noescape
+func q8f256x4(sc, data *byte, rows, groups int, xs, ys *[4]*float32)
+
+//go:noescape
+func q8f512x4(sc, data *byte, rows, groups int, xs, ys *[4]*float32, kg int)
+
+// dotQ8AVX2Batch and dotQ8AVX512Batch are dotQ4AVX2Batch and
+// dotQ4AVX512Batch for Q8_0. (Spelled out rather than sharing a helper that
+// takes the kernel as a closure: the closure would make the pointer arrays
+// escape, and DotBatch must not allocate.)
+func dotQ8AVX2Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {
+	g := Groups(t.Cols)
+	j := 0
+	for ; j+4 <= len(xs); j += 4 {
+		var xp, yp [4]*float32
+		for i := range 4 {
+			xp[i], yp[i] = &xs[j+i].x[col], &ys[j+i][0]
+		}
+		q8f256x4(&t.Scales[0], &t.Data[0], t.Rows, g, &xp, &yp)
+	}
+	for ; j < len(xs); j++ {
+		dotQ8AVX2(t, xs[j], col, ys[j])
+	}
+}
+
+func dotQ8AVX512Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {
+	g := Groups(t.Cols)
+	j := 0
+	for ; j+4 <= len(xs); j += 4 {
+		var xp, yp [4]*float32
+		for i := range 4 {
+			xp[i], yp[i] = &xs[j+i].x[col], &ys[j+i][0]
+		}
+		q8f512x4(&t.Scales[0], &t.Data[0], t.Rows, g, &xp, &yp, lowBits(g))
+	}
+	for ; j < len(xs); j++ {
+		dotQ8AVX512(t, xs[j], col, ys[j])
+	}
+}

@@ -218,3 +218,138 @@ z4grp:
 	JNZ  z4row
 	VZEROUPPER
 	RET
+
+// func q8f512x4(sc, data *byte, rows, groups int, xs, ys *[4]*float32, kg int)
+//
+// q4f512x4 for Q8_0: a group's 32 int8 weights sign-extended and converted
+// once for four columns.
+TEXT ·q8f512x4(SB), NOSPLIT, $32-56
+	MOVQ    sc+0(FP), SI
+	MOVQ    data+8(FP), DI
+	MOVQ    rows+16(FP), CX
+	MOVQ    groups+24(FP), R8
+	MOVQ    xs+32(FP), BX
+	MOVQ    0(BX), AX
+	MOVQ    8(BX), DX
+	MOVQ    16(BX), R11
+	MOVQ    24(BX), R14
+	MOVQ    kg+48(FP), R12
+	KMOVW   R12, K3
+	LEAQ    (R8)(R8*1), R10
+	XORQ    R9, R9
+
+z8row:
+	VCVTPH2PS.Z (SI), K3, Y0
+	VMOVUPS     Y0, (SP)
+	VXORPS      Z6, Z6, Z6
+	VXORPS      Z7, Z7, Z7
+	VXORPS      Z8, Z8, Z8
+	VXORPS      Z9, Z9, Z9
+	XORQ        R12, R12
+	MOVQ        SP, R13
+	MOVQ        R8, BX
+
+z8grp:
+	VPMOVSXBD (DI), Z1
+	VPMOVSXBD 16(DI), Z2
+	VCVTDQ2PS Z1, Z1
+	VCVTDQ2PS Z2, Z2
+	ZCOL(AX, Z6)
+	ZCOL(DX, Z7)
+	ZCOL(R11, Z8)
+	ZCOL(R14, Z9)
+	ADDQ      $32, DI
+	SUBQ      $-128, R12
+	ADDQ      $4, R13
+	DECQ      BX
+	JNZ       z8grp
+
+	MOVQ ys+40(FP), BX
+	ZSTORE(Z6, Y6, X6, 0)
+	ZSTORE(Z7, Y7, X7, 8)
+	ZSTORE(Z8, Y8, X8, 16)
+	ZSTORE(Z9, Y9, X9, 24)
+	ADDQ R10, SI
+	ADDQ $4, R9
+	DECQ CX
+	JNZ  z8row
+	VZEROUPPER
+	RET
+
+// func q8f256x4(sc, data *byte, rows, groups int, xs, ys *[4]*float32)
+//
+// q4f256x4 for Q8_0.
+TEXT ·q8f256x4(SB), NOSPLIT, $32-48
+	MOVQ         sc+0(FP), SI
+	MOVQ         data+8(FP), DI
+	MOVQ         rows+16(FP), CX
+	MOVQ         groups+24(FP), R8
+	MOVQ         xs+32(FP), BX
+	MOVQ         0(BX), AX
+	MOVQ         8(BX), DX
+	MOVQ         16(BX), R11
+	MOVQ         24(BX), R14
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, (SP)
+	LEAQ         (R8)(R8*1), R10
+	XORQ         R9, R9
+
+y8row:
+	CMPQ      R8, $8
+	JNE       y8scpart
+	VCVTPH2PS (SI), Y0
+	VMOVUPS   Y0, (SP)
+	JMP       y8scdone
+
+y8scpart:
+	XORQ BX, BX
+
+y8scloop:
+	MOVWLZX   (SI)(BX*2), R12
+	VMOVD     R12, X0
+	VCVTPH2PS X0, X0
+	VMOVSS    X0, (SP)(BX*4)
+	INCQ      BX
+	CMPQ      BX, R8
+	JLT       y8scloop
+
+y8scdone:
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	XORQ   R12, R12
+	MOVQ   SP, R13
+	MOVQ   R8, BX
+
+y8grp:
+	VPMOVSXBD    (DI), Y1
+	VPMOVSXBD    8(DI), Y2
+	VPMOVSXBD    16(DI), Y3
+	VPMOVSXBD    24(DI), Y4
+	VCVTDQ2PS    Y1, Y1
+	VCVTDQ2PS    Y2, Y2
+	VCVTDQ2PS    Y3, Y3
+	VCVTDQ2PS    Y4, Y4
+	VBROADCASTSS (R13), Y6
+	XCOL(AX, Y7)
+	XCOL(DX, Y8)
+	XCOL(R11, Y9)
+	XCOL(R14, Y10)
+	ADDQ         $32, DI
+	SUBQ         $-128, R12
+	ADDQ         $4, R13
+	DECQ         BX
+	JNZ          y8grp
+
+	MOVQ ys+40(FP), BX
+	YSTORE(Y7, X7, 0)
+	YSTORE(Y8, X8, 8)
+	YSTORE(Y9, X9, 16)
+	YSTORE(Y10, X10, 24)
+	ADDQ R10, SI
+	ADDQ $4, R9
+	DECQ CX
+	JNZ  y8row
+	VZEROUPPER
+	RET

@@ -49,7 +49,7 @@ func archKernels(f CPUFeatures) []*Kernel {
 	if !f.AVX2 {
 		return ks
 	}
-	avx2 := &Kernel{name: "avx2", f32: dotF32AVX2, q4: dotQ4AVX2, q8: dotQ8AVX2, q4batch: dotQ4AVX2Batch}
+	avx2 := &Kernel{name: "avx2", f32: dotF32AVX2, q4: dotQ4AVX2, q8: dotQ8AVX2, q4batch: dotQ4AVX2Batch, q8batch: dotQ8AVX2Batch}
 	ks = append(ks, avx2)
 	if f.AVXVNNI {
 		// For CPUs with AVX-VNNI but no AVX-512 (the default there); it
@@ -60,7 +60,7 @@ func archKernels(f CPUFeatures) []*Kernel {
 	if !f.AVX512 {
 		return ks
 	}
-	avx512 := &Kernel{name: "avx512", f32: dotF32AVX512, q4: dotQ4AVX512, q8: dotQ8AVX512, q4batch: dotQ4AVX512Batch}
+	avx512 := &Kernel{name: "avx512", f32: dotF32AVX512, q4: dotQ4AVX512, q8: dotQ8AVX512, q4batch: dotQ4AVX512Batch, q8batch: dotQ8AVX512Batch}
 	ks = append(ks, avx512)
 	if f.AVX512VNNI {
 		ks = append(ks, &Kernel{name: "vnni", int8: true, f32: dotF32AVX512,
