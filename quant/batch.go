@@ -12,10 +12,11 @@ type batchFunc func(t *Tile, xs []*Vec, col int, ys [][]float32)
 // every j < len(xs). Each xs[j] is an ordinary prepared Vec (Set once per
 // token and product), and all of them must belong to the same Kernel.
 //
-// The result for column j is what Dot(t, xs[j], col, ys[j]) gives, up to
-// float summation order on paths with a multi-column kernel (and exactly
-// that on the others), so a batched forward pass and token-by-token decode
-// agree within float noise. The point is the memory traffic: the tile is
+// The result for column j is what Dot(t, xs[j], col, ys[j]) gives: bit for
+// bit on the float-activation paths (their multi-column kernels keep each
+// column's arithmetic in the single-column order) and on paths without a
+// multi-column kernel, and up to float summation order on the int8 (vnni)
+// kernels, so a batched forward pass and token-by-token decode agree. The point is the memory traffic: the tile is
 // read from DRAM once for the whole batch instead of once per token, and a
 // multi-column kernel also decodes each weight once for all columns.
 //
