@@ -82,6 +82,12 @@ func VocabForGGUF(md *cflowfmt.Metadata, vocab int) (*GGUFVocab, error) {
 	default:
 		return nil, fmt.Errorf("tokenizer kind %q has no GGUF equivalent", tk.Kind())
 	}
+	if len(g.Tokens) > vocab { // added tokens past the model's embeddings
+		g.Tokens, g.Types = g.Tokens[:vocab], g.Types[:vocab]
+		if g.Scores != nil {
+			g.Scores = g.Scores[:vocab]
+		}
+	}
 	for id := len(g.Tokens); id < vocab; id++ {
 		g.Tokens = append(g.Tokens, fmt.Sprintf("[PAD%d]", id))
 		g.Types = append(g.Types, ggufUnused)

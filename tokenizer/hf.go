@@ -24,6 +24,7 @@ type HF struct {
 	bos, eos  int
 	addBOS    bool
 	eot       []int
+	limit     int // the model's vocabulary; 0 = the tokenizer's own
 }
 
 // pipeline is the small, JSON-described part of the tokenizer (all but
@@ -99,6 +100,22 @@ func (t *HF) AddBOS() bool { return t.addBOS && t.bos >= 0 }
 // <|im_end|>, <end_of_turn>, generation_config.json's eos_token_id).
 func (t *HF) EndOfTurn() []int { return t.eot }
 
+// fitTo bounds the tokenizer to a model vocabulary of n ids. Only added
+// tokens may lie beyond it (Gemma 3 1B's tokenizer has <image_soft_token>
+// at 262144, one past its 262,144 embeddings): encoding such a token is an
+// error naming it, never an out-of-range id.
+func (t *HF) fitTo(n int) error {
+	for id := n; id < t.v.size(); id++ {
+		if _, added := t.addedByID[id]; !added && len(t.v.bytes(id)) > 0 {
+			return fmt.Errorf("tokenizer piece %q has id %d, outside the model's vocabulary of %d", t.v.piece(id), id, n)
+		}
+	}
+	if t.v.size() > n {
+		t.limit = n
+	}
+	return nil
+}
+
 // VocabSize is the number of ids the tokenizer knows.
 func (t *HF) VocabSize() int { return t.v.size() }
 
@@ -151,6 +168,13 @@ func (t *HF) EncodeWith(text string, o EncodeOptions) ([]int, error) {
 	}
 	if o.AddSpecial {
 		ids = append(ids, t.pipe.Suffix...)
+	}
+	if t.limit > 0 {
+		for _, id := range ids {
+			if id >= t.limit {
+				return nil, fmt.Errorf("tokenizer: %q (id %d) is outside the model's vocabulary of %d", t.v.piece(id), id, t.limit)
+			}
+		}
 	}
 	return ids, nil
 }

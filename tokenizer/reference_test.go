@@ -297,3 +297,26 @@ func TestSplitSpecial(t *testing.T) {
 		t.Fatalf("matched %v (im_start %d), split %v", matched, start, ids)
 	}
 }
+
+// TestAddedTokenPastTheModel: Gemma 3 1B has 262,144 embeddings and its
+// tokenizer one more id (<image_soft_token>, 262144). The tokenizer fits
+// the model; text holding that token is refused by name, not encoded to an
+// id the model has no row for.
+func TestAddedTokenPastTheModel(t *testing.T) {
+	tk := refTokenizer(t, "gemma3")
+	if tk.VocabSize() != 262145 {
+		t.Skipf("gemma3 tokenizer has %d ids (the case needs 262145)", tk.VocabSize())
+	}
+	if err := tk.fitTo(262144); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tk.Encode("hello <start_of_turn>"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tk.Encode("look: <image_soft_token>"); err == nil || !strings.Contains(err.Error(), "<image_soft_token>") {
+		t.Fatalf("err = %v", err)
+	}
+	if err := tk.fitTo(1000); err == nil {
+		t.Fatal("a model vocabulary smaller than the tokenizer's pieces accepted")
+	}
+}

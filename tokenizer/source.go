@@ -110,8 +110,8 @@ func WriteMetadata(md *cflowfmt.Metadata, src *Source, vocab int) error {
 	if err != nil {
 		return err
 	}
-	if t.VocabSize() > vocab {
-		return fmt.Errorf("%s: %d token ids, more than the model's vocabulary of %d", src.Path, t.VocabSize(), vocab)
+	if err := t.fitTo(vocab); err != nil {
+		return fmt.Errorf("%s: %w", src.Path, err)
 	}
 	cfg := &Config{}
 	if src.Config != nil {
@@ -127,7 +127,7 @@ func WriteMetadata(md *cflowfmt.Metadata, src *Source, vocab int) error {
 	seen := map[int]bool{}
 	var stops []uint32
 	add := func(id int) {
-		if id >= 0 && id < t.VocabSize() && !seen[id] {
+		if id >= 0 && id < min(t.VocabSize(), vocab) && !seen[id] {
 			seen[id] = true
 			stops = append(stops, uint32(id))
 		}

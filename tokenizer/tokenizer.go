@@ -62,8 +62,8 @@ func FromMetadata(md *cflowfmt.Metadata, vocab int) (Tokenizer, error) {
 		if err != nil {
 			return nil, err
 		}
-		if t.VocabSize() > vocab {
-			return nil, fmt.Errorf("tokenizer has %d ids, more than the model's vocabulary of %d", t.VocabSize(), vocab)
+		if err := t.fitTo(vocab); err != nil {
+			return nil, err
 		}
 		if _, ok := md.Type(cflowfmt.KeyAddBOS); ok {
 			t.addBOS = md.U32(cflowfmt.KeyAddBOS, 0) != 0
