@@ -13,14 +13,21 @@ import (
 
 // Config is one `cflowc bench` invocation.
 type Config struct {
-	Threads    int   // decode and probe threads (≥ 1)
-	Tokens     int   // decode tokens per timed run
+	Threads int // decode and probe threads (≥ 1)
+	Tokens  int // decode tokens per timed run; 0 skips decode
+	// Prompt is the prompt length of the prompt-processing test (llama-bench's
+	// ppN: N tokens from an empty cache, timed as one batch); 0 skips it.
+	Prompt int
+	// Batch is the prompt tokens fed per pass over the weights (the
+	// engine's Options.Batch; 0 = runtime.MaxBatch, 1 = token by token).
+	Batch      int
 	Runs       int   // timed runs; the median is reported
 	Warmup     int   // untimed tokens decoded first (page faults, caches)
 	ProbeBytes int64 // probe buffer size; 0 = ProbeBytes
 	ProbeRuns  int   // probe passes; 0 = 5
 	Seed       uint64
-	// Profile, when set, receives a CPU profile of the timed runs only
+	// Profile, when set, receives a CPU profile of the timed prompt and
+	// decode runs only
 	// (not the warm-up or the probe), for go tool pprof.
 	Profile io.Writer
 	// ExpertIO is how the engine fetches expert tiles (--expert-io), so the
@@ -31,6 +38,7 @@ type Config struct {
 // Result is what `cflowc bench` prints; the JSON names are the issue's.
 type Result struct {
 	Model         string    `json:"model"`
+	CPU           string    `json:"cpu"`
 	Quant         string    `json:"quant"`
 	Kernel        string    `json:"kernel"`
 	Threads       int       `json:"threads"`
@@ -43,17 +51,28 @@ type Result struct {
 	RooflineTokS  float64   `json:"roofline_tok_s"`
 	RooflineFrac  float64   `json:"roofline_fraction"`
 	ProbeRuns     []float64 `json:"probe_runs_gb_s"`
+	// Prompt processing (Config.Prompt > 0): tokens per second of a prompt
+	// of PromptTokens tokens from an empty cache, median over runs.
+	PromptTokens int       `json:"prompt_tokens,omitempty"`
+	PromptRuns   []float64 `json:"prompt_runs_tok_s,omitempty"`
+	PromptTokS   float64   `json:"prompt_tok_s,omitempty"`
+	Batch        int       `json:"prompt_batch,omitempty"`
 }
 
 // Run benchmarks decode of m: like llama-bench's tg test, each run starts
 // from an empty KV cache at position 0 and feeds BOS then seeded random
 // tokens (no sampling, so the timing is the forward pass), Tokens per run.
-// Bytes per token come from the engine's counters over the timed runs. The
-// probe runs after decode, with the same thread count.
+// Bytes per token come from the engine's counters over the timed runs.
+// With Prompt > 0 it first times prompt processing like llama-bench's pp
+// test: BOS and seeded random tokens, Prompt of them from an empty cache
+// through the engine's prompt path. The probe runs last, with the same
+// thread count.
 func Run(m *cflowfmt.Model, cfg Config) (*Result, error) {
 	cfg.Threads = max(1, cfg.Threads)
-	cfg.Tokens = max(1, cfg.Tokens)
 	cfg.Runs = max(1, cfg.Runs)
+	if cfg.Tokens < 0 || cfg.Prompt < 0 || cfg.Tokens+cfg.Prompt == 0 {
+		return nil, fmt.Errorf("bench: %d decode and %d prompt tokens: nothing to measure", cfg.Tokens, cfg.Prompt)
+	}
 	if cfg.ProbeBytes == 0 {
 		cfg.ProbeBytes = ProbeBytes
 	}
@@ -61,54 +80,69 @@ func Run(m *cflowfmt.Model, cfg Config) (*Result, error) {
 		cfg.ProbeRuns = 5
 	}
 	h := &m.Header
-	if need := max(cfg.Tokens, cfg.Warmup); need > int(h.MaxSeqLen) {
+	if need := max(cfg.Tokens, cfg.Warmup, cfg.Prompt); need > int(h.MaxSeqLen) {
 		return nil, fmt.Errorf("bench: %d tokens per run exceed the model's context of %d", need, h.MaxSeqLen)
 	}
-	e, err := runtime.New(m, runtime.Options{Threads: cfg.Threads, ExpertIO: cfg.ExpertIO})
+	e, err := runtime.New(m, runtime.Options{Threads: cfg.Threads, ExpertIO: cfg.ExpertIO, Batch: cfg.Batch})
 	if err != nil {
 		return nil, err
 	}
 	defer e.Close()
 	bos := int(m.Meta.U32(cflowfmt.KeyBOS, 1)) % int(h.VocabSize)
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x5eed))
+	tokens := func(n int) []int {
+		ts := make([]int, n)
+		for i := range ts {
+			ts[i] = rng.IntN(int(h.VocabSize))
+		}
+		if n > 0 {
+			ts[0] = bos
+		}
+		return ts
+	}
 	decode := func(n int) error {
 		e.Reset()
-		tok := bos
-		for i := 0; i < n; i++ {
+		for _, tok := range tokens(n) {
 			if _, err := e.Step(tok); err != nil {
 				return err
 			}
-			tok = rng.IntN(int(h.VocabSize))
 		}
 		return nil
 	}
 	if err := decode(cfg.Warmup); err != nil {
 		return nil, err
 	}
-	r := &Result{Model: m.Path, Quant: h.QuantType.String(), Kernel: e.Kernel().Name(), Threads: cfg.Threads, Tokens: cfg.Tokens}
-	before := e.Stats()
+	r := &Result{Model: m.Path, CPU: CPUName(), Quant: h.QuantType.String(), Kernel: e.Kernel().Name(), Threads: cfg.Threads, Tokens: cfg.Tokens}
 	if cfg.Profile != nil {
 		if err := pprof.StartCPUProfile(cfg.Profile); err != nil {
 			return nil, err
 		}
+		defer pprof.StopCPUProfile() // idempotent; also on error
 	}
-	for range cfg.Runs {
-		t0 := time.Now()
-		if err := decode(cfg.Tokens); err != nil {
-			if cfg.Profile != nil {
-				pprof.StopCPUProfile()
+	if cfg.Prompt > 0 {
+		r.PromptTokens, r.Batch = cfg.Prompt, cfg.Batch
+		if r.Batch == 0 {
+			r.Batch = runtime.MaxBatch
+		}
+		for range cfg.Runs {
+			ts := tokens(cfg.Prompt)
+			e.Reset()
+			t0 := time.Now()
+			if _, err := prompt(e, ts); err != nil {
+				return nil, err
 			}
+			r.PromptRuns = append(r.PromptRuns, float64(cfg.Prompt)/time.Since(t0).Seconds())
+		}
+		r.PromptTokS = median(r.PromptRuns)
+	}
+	if cfg.Tokens > 0 {
+		if err := decodeRuns(e, cfg, r, decode); err != nil {
 			return nil, err
 		}
-		r.Runs = append(r.Runs, float64(cfg.Tokens)/time.Since(t0).Seconds())
 	}
 	if cfg.Profile != nil {
 		pprof.StopCPUProfile()
 	}
-	after := e.Stats()
-	r.DecodeTokS = median(r.Runs)
-	r.BytesPerToken = float64(after.Total.Sum()-before.Total.Sum()) / float64(after.Tokens-before.Tokens)
-	r.GBs = r.DecodeTokS * r.BytesPerToken / 1e9
 	p := ReadBandwidth(cfg.ProbeBytes, cfg.Threads, cfg.ProbeRuns)
 	r.ProbeRuns, r.RooflineGBs = p.GBs, p.Median
 	if r.BytesPerToken > 0 {
@@ -118,4 +152,26 @@ func Run(m *cflowfmt.Model, cfg Config) (*Result, error) {
 		r.RooflineFrac = r.GBs / p.Median
 	}
 	return r, nil
+}
+
+// prompt feeds a whole prompt from the engine's current position through
+// its batched prefill and returns the logits after its last token.
+func prompt(e *runtime.Engine, ts []int) ([]float32, error) { return e.Prefill(ts) }
+
+// decodeRuns times cfg.Runs decode runs into r (tok/s per run, median,
+// bytes per token and effective GB/s).
+func decodeRuns(e *runtime.Engine, cfg Config, r *Result, decode func(n int) error) error {
+	before := e.Stats()
+	for range cfg.Runs {
+		t0 := time.Now()
+		if err := decode(cfg.Tokens); err != nil {
+			return err
+		}
+		r.Runs = append(r.Runs, float64(cfg.Tokens)/time.Since(t0).Seconds())
+	}
+	after := e.Stats()
+	r.DecodeTokS = median(r.Runs)
+	r.BytesPerToken = float64(after.Total.Sum()-before.Total.Sum()) / float64(after.Tokens-before.Tokens)
+	r.GBs = r.DecodeTokS * r.BytesPerToken / 1e9
+	return nil
 }

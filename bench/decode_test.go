@@ -79,3 +79,40 @@ func TestRunRefusesMoreTokensThanContext(t *testing.T) {
 		t.Error("5 tokens on a 4-position model: no error")
 	}
 }
+
+// --prompt N with --tokens 0: only the prompt test runs (no decode figures,
+// no bytes per token), its median is of its own runs, and the CPU is named;
+// nothing to measure is refused.
+func TestRunPromptOnly(t *testing.T) {
+	h := cflowfmt.Header{Version: cflowfmt.Version, HiddenSize: 64, IntermediateSize: 96, VocabSize: 50,
+		NumLayers: 2, MaxSeqLen: 32, NumHeads: 2, NumKVHeads: 1, HeadDim: 32, TileRows: 32, TileCols: 64,
+		QuantType: quant.Q8_0, CombineStyle: cflowfmt.PreNorm}
+	path := filepath.Join(t.TempDir(), "m.cflow")
+	if _, err := fmttest.WriteCflow(path, &fmttest.Spec{Header: h, Meta: cflowfmt.NewMetadata(), Seed: 2}, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := cflowfmt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := Run(f.Model, Config{Threads: 1, Prompt: 20, Runs: 3, ProbeBytes: 1 << 20, ProbeRuns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.PromptTokens != 20 || len(r.PromptRuns) != 3 || r.PromptTokS != median(r.PromptRuns) || r.PromptTokS <= 0 {
+		t.Errorf("prompt: %d tokens, runs %v, median %v", r.PromptTokens, r.PromptRuns, r.PromptTokS)
+	}
+	if r.Tokens != 0 || len(r.Runs) != 0 || r.DecodeTokS != 0 || r.BytesPerToken != 0 {
+		t.Errorf("--tokens 0 still decoded: %+v", r)
+	}
+	if r.CPU == "" {
+		t.Error("no CPU name")
+	}
+	if _, err := Run(f.Model, Config{Prompt: 33, Tokens: 1}); err == nil {
+		t.Error("a 33-token prompt on a 32-position model: no error")
+	}
+	if _, err := Run(f.Model, Config{}); err == nil {
+		t.Error("no prompt and no decode tokens: no error")
+	}
+}

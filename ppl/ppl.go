@@ -97,38 +97,16 @@ func Text(m *cflowfmt.Model, text []byte, opt Options) (*Result, error) {
 // Evaluate scores ids (no BOS) on e by the protocol, with chunks of ctx − 1
 // ids each after BOS. textBytes is the bits-per-byte denominator.
 func Evaluate(e *runtime.Engine, ids []int, bos, ctx, textBytes int, progress func(done, total int)) (*Result, error) {
-	h := e.Header()
-	V := int(h.VocabSize)
-	switch {
-	case len(ids) == 0:
-		return nil, errors.New("ppl: the text has no tokens")
-	case textBytes <= 0:
-		return nil, errors.New("ppl: the text has no bytes")
-	case ctx < 2:
-		return nil, fmt.Errorf("ppl: ctx %d leaves no room for a token after BOS (need ≥ 2)", ctx)
-	case ctx > int(h.MaxSeqLen):
-		return nil, fmt.Errorf("ppl: ctx %d exceeds the model's maximum sequence length %d", ctx, h.MaxSeqLen)
-	case bos < 0 || bos >= V:
-		return nil, fmt.Errorf("ppl: BOS %d outside the vocabulary of %d", bos, V)
-	}
-	for i, id := range ids {
-		if id < 0 || id >= V {
-			return nil, fmt.Errorf("ppl: token %d (at %d) outside the vocabulary of %d", id, i, V)
-		}
+	if err := checkArgs(e, ids, bos, ctx, textBytes); err != nil {
+		return nil, err
 	}
 	n := ctx - 1
 	r := &Result{Ctx: ctx, Bytes: textBytes}
 	for start := 0; start < len(ids); start += n {
 		chunk := ids[start:min(start+n, len(ids))]
-		e.Reset()
-		prev := bos
-		for _, tgt := range chunk {
-			logits, err := e.Step(prev)
-			if err != nil {
-				return nil, fmt.Errorf("ppl: chunk at token %d: %w", start, err)
-			}
-			r.NLL += NLL(logits, tgt)
-			prev = tgt
+		err := scoreChunk(e, bos, chunk, func(i int, logits []float32) { r.NLL += NLL(logits, chunk[i]) })
+		if err != nil {
+			return nil, fmt.Errorf("ppl: chunk at token %d: %w", start, err)
 		}
 		r.Tokens += len(chunk)
 		r.Chunks++

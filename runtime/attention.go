@@ -43,52 +43,14 @@ func (e *Engine) attention(s *seq, pass int, lp *layerPlan, x, out []float32) {
 		rope(k[j*hd:(j+1)*hd], cos, sin)
 	}
 	c := &s.kv[pass]
-	c.k = append(c.k, k...)
-	c.v = append(c.v, v...)
+	c.store(s.pos, k, v)
 	n := s.pos + 1
 	start := 0
 	if lp.window > 0 && n > lp.window {
 		start = n - lp.window
 	}
-	if cap(b.scores) < H*n {
-		b.scores = make([]float64, H*max(n, 2*cap(b.scores)/max(1, H)))
-	}
 	att := b.att[:lp.qDim]
-	scale := e.attnScale(hd)
-	e.pool.run(H, func(j int) {
-		kvh := j * Hkv / H
-		qh := q[j*hd : (j+1)*hd]
-		sc := b.scores[j*n : (j+1)*n]
-		mx := math.Inf(-1)
-		for t := start; t < n; t++ {
-			kr := c.k[t*c.dim+kvh*hd : t*c.dim+(kvh+1)*hd]
-			var dot float64
-			for i, qv := range qh {
-				dot += float64(qv) * float64(kr[i])
-			}
-			sc[t] = dot * scale
-			mx = max(mx, sc[t])
-		}
-		var sum float64
-		for t := start; t < n; t++ {
-			p := math.Exp(sc[t] - mx)
-			sc[t] = p
-			sum += p
-		}
-		oh := att[j*hd : (j+1)*hd]
-		acc := b.accs[j*hd : (j+1)*hd]
-		clear(acc)
-		for t := start; t < n; t++ {
-			p := sc[t] / sum
-			vr := c.v[t*c.dim+kvh*hd : t*c.dim+(kvh+1)*hd]
-			for i, vv := range vr {
-				acc[i] += p * float64(vv)
-			}
-		}
-		for i := range oh {
-			oh[i] = float32(acc[i])
-		}
-	})
+	e.heads(c, lp, q, att, n, start)
 	e.prepare(stAttn, b.actAtt, att)
 	e.matvec(lp.o, b.actAtt, out)
 	e.outFeatures(lp.feat.oBias, lp.feat.postAttn, out)

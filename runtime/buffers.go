@@ -4,8 +4,7 @@ package runtime
 // decode step allocates nothing in steady state.
 type buffers struct {
 	xn, hn, q, k, v, att []float32
-	accs                 []float64
-	scores               []float64
+	heads                []headScratch
 	cos, sin             []float32
 	g, u                 []float32
 	router               []float32
@@ -26,7 +25,7 @@ func (e *Engine) allocBuffers() {
 	f32 := func(n int) []float32 { return make([]float32, n) }
 	e.bf = buffers{
 		xn: f32(d), hn: f32(d), q: f32(maxQ), k: f32(maxKV), v: f32(maxKV), att: f32(maxQ),
-		accs: make([]float64, maxQ), cos: f32(maxPairs), sin: f32(maxPairs),
+		cos: f32(maxPairs), sin: f32(maxPairs),
 		g: f32(ff), u: f32(ff), router: f32(E), gate: make([]float64, e.h.TopK),
 		eg: f32(eff), eu: f32(eff), eo: f32(d), logits: f32(int(e.h.VocabSize)),
 		actD: e.newActVec(d), actAtt: e.newActVec(maxQ), actFF: e.newActVec(ff), actE: e.newActVec(eff),

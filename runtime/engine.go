@@ -43,6 +43,10 @@ type Options struct {
 	// openDirect, when set, replaces the O_DIRECT open of the expert
 	// tier: a test stands in for a filesystem that refuses direct I/O.
 	openDirect func(path string) (int, error)
+	// Batch is the most tokens Prefill and StepBatch feed per pass over the
+	// weights; 0 means MaxBatch, 1 feeds one token per pass (the baseline
+	// batched prefill is measured against).
+	Batch int
 }
 
 // ErrContextFull is returned by Step once the KV cache holds
@@ -85,6 +89,13 @@ type Engine struct {
 
 	obs   Observation
 	stats Stats
+
+	// Batched forward (batch.go): lanes are the column views a batch
+	// reuses; ln is set only on a column view, whose weight reads and
+	// parallel loops go to the batch driver.
+	lanes []*lane
+	ln    *lane
+	batch int
 
 	// Test hooks: readHook sees every tile dot (offset, matrix), possibly
 	// from several goroutines when Threads > 1; prepCount counts activation
@@ -161,6 +172,13 @@ func New(m *cflowfmt.Model, opt Options) (*Engine, error) {
 			return nil, err
 		}
 		e.layers = append(e.layers, lp)
+	}
+	if opt.Batch < 0 || opt.Batch > MaxBatch {
+		return nil, fmt.Errorf("runtime: batch %d outside 0..%d", opt.Batch, MaxBatch)
+	}
+	e.batch = opt.Batch
+	if e.batch == 0 {
+		e.batch = MaxBatch
 	}
 	e.allocBuffers()
 	if err := e.initExpertIO(opt.ExpertIO, opt.openDirect); err != nil {

@@ -14,14 +14,22 @@ import (
 // workers forward their faults here (pool.run re-raises them). Any other
 // panic is re-raised: it is a bug of ours.
 func (e *Engine) faultAsError(s *seq, logits *[]float32, err *error) {
-	r := recover()
+	if fe := e.faultError(recover()); fe != nil {
+		s.truncate(s.pos)
+		*logits, *err = nil, fe
+	}
+}
+
+// faultError is the error for a recovered memory fault r (nil when nothing
+// panicked); any other panic is re-raised. The batched entry points
+// (prefill.go) use it with their own clean-up.
+func (e *Engine) faultError(r any) error {
 	if r == nil {
-		return
+		return nil
 	}
 	fe, ok := r.(interface{ Addr() uintptr })
 	if !ok {
 		panic(r)
 	}
-	s.truncate(s.pos)
-	*logits, *err = nil, &cflowfmt.FormatError{File: e.m.Path, What: fmt.Sprintf("memory fault at %#x reading the mapped weights: the file was truncated or replaced while open (%v)", fe.Addr(), r)}
+	return &cflowfmt.FormatError{File: e.m.Path, What: fmt.Sprintf("memory fault at %#x reading the mapped weights: the file was truncated or replaced while open (%v)", fe.Addr(), r)}
 }

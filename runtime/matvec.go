@@ -114,6 +114,13 @@ func (p *matPlan) covers() bool {
 // matvec computes every output of plan p from one prepared activation,
 // splitting stripes across the pool. outs are zeroed first.
 func (e *Engine) matvec(p *matPlan, a *actVec, outs ...[]float32) {
+	if ln := e.ln; ln != nil {
+		// A batch column: the driver runs p for every column at once
+		// (matvec_batch.go).
+		ln.req = request{p: p, a: a, outs: outs}
+		ln.wait()
+		return
+	}
 	if e.numa != nil {
 		e.numaMatvec(p, a, outs)
 		return

@@ -28,10 +28,52 @@ type queued struct {
 	job    *stagedJob // ExpertIODirect: computed into v at injection
 }
 
-// kvCache holds one pass's keys and values, position-major.
+// kvBlock is the number of positions one KV-cache block holds. Inside a
+// block, keys are head-major ([head][pos][head dim]) and values transposed
+// ([head][head dim][pos]), so one head's keys in a block form an F32 tile
+// (positions × head dim) and its values another (head dim × positions):
+// attention's two products run on the same SIMD tile kernels as the
+// weights (attention_heads.go). 128 is a tile's maximum row count.
+const kvBlock = 128
+
+// kvCache holds one pass's keys and values in blocks of kvBlock positions,
+// allocated as the sequence grows and kept across Reset.
 type kvCache struct {
-	dim  int
-	k, v []float32
+	heads, hd int
+	k, v      [][]float32 // per block, heads·kvBlock·hd values each
+}
+
+// store writes position pos's keys and values (heads·hd each). Writing by
+// position lets the columns of a batched prefill, which share one cache,
+// store in any order.
+func (c *kvCache) store(pos int, k, v []float32) {
+	blk, t := pos/kvBlock, pos%kvBlock
+	for len(c.k) <= blk {
+		c.k = append(c.k, make([]float32, c.heads*kvBlock*c.hd))
+		c.v = append(c.v, make([]float32, c.heads*kvBlock*c.hd))
+	}
+	kb, vb, hd := c.k[blk], c.v[blk], c.hd
+	for h := range c.heads {
+		copy(kb[(h*kvBlock+t)*hd:(h*kvBlock+t+1)*hd], k[h*hd:(h+1)*hd])
+		vh := vb[h*hd*kvBlock : (h+1)*hd*kvBlock]
+		for i, x := range v[h*hd : (h+1)*hd] {
+			vh[i*kvBlock+t] = x
+		}
+	}
+}
+
+// forget zeroes every value from position pos to the end of its block:
+// the value tiles are multiplied over whole blocks (by zero probabilities
+// past the last position), so what lies there must be finite.
+func (c *kvCache) forget(pos int) {
+	blk, t := pos/kvBlock, pos%kvBlock
+	if blk >= len(c.v) {
+		return
+	}
+	vb := c.v[blk]
+	for r := range c.heads * c.hd {
+		clear(vb[r*kvBlock+t : (r+1)*kvBlock])
+	}
 }
 
 // newSeq allocates a sequence's state for this engine's geometry.
@@ -46,7 +88,8 @@ func (e *Engine) newSeq() seq {
 	}
 	s.kv = make([]kvCache, e.passes)
 	for p := range s.kv {
-		s.kv[p].dim = e.layers[p/e.iters].kvDim
+		lp := e.layers[p/e.iters]
+		s.kv[p].heads, s.kv[p].hd = lp.kvHeads, lp.hd
 	}
 	return s
 }
@@ -68,8 +111,7 @@ func (s *seq) residual(r cflowfmt.Residual) []float32 {
 // truncate forgets every position from pos on (a failed token's keys).
 func (s *seq) truncate(pos int) {
 	for p := range s.kv {
-		c := &s.kv[p]
-		c.k, c.v = c.k[:pos*c.dim], c.v[:pos*c.dim]
+		s.kv[p].forget(pos)
 	}
 }
 

@@ -17,12 +17,26 @@ import (
 func (e *Engine) Step(tok int) (logits []float32, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer e.faultAsError(&e.seq, &logits, &err)
+	return e.step(&e.seq, tok)
+}
+
+// checkToken refuses a token outside the vocabulary or a sequence whose
+// cache is full, before anything is computed.
+func (e *Engine) checkToken(s *seq, tok int) error {
 	if tok < 0 || tok >= int(e.h.VocabSize) {
-		return nil, fmt.Errorf("runtime: token %d outside the vocabulary 0..%d", tok, e.h.VocabSize-1)
+		return fmt.Errorf("runtime: token %d outside the vocabulary 0..%d", tok, e.h.VocabSize-1)
 	}
-	s := &e.seq
 	if s.pos >= int(e.h.MaxSeqLen) {
-		return nil, fmt.Errorf("%w: the model's KV cache holds %d positions", ErrContextFull, e.h.MaxSeqLen)
+		return fmt.Errorf("%w: the model's KV cache holds %d positions", ErrContextFull, e.h.MaxSeqLen)
+	}
+	return nil
+}
+
+// step is Step on sequence s: one token through every layer, one weight
+// pass for this token alone.
+func (e *Engine) step(s *seq, tok int) ([]float32, error) {
+	if err := e.checkToken(s, tok); err != nil {
+		return nil, err
 	}
 	e.stats.Last = StreamBytes{}
 	e.embedRow(tok, s.x)
@@ -30,8 +44,16 @@ func (e *Engine) Step(tok int) (logits []float32, err error) {
 		s.truncate(s.pos)
 		return nil, err
 	}
-	x := s.x
-	e.obs.PreLMHeadNorm = norm2(x)
+	e.obs.PreLMHeadNorm = norm2(s.x)
+	logits := e.finalLogits(s.x)
+	s.pos++
+	e.countToken()
+	return logits, nil
+}
+
+// finalLogits applies the final norm and the LM head (and the logit
+// soft-cap) to the final residual x, into the engine's logits buffer.
+func (e *Engine) finalLogits(x []float32) []float32 {
 	b := &e.bf
 	rmsNorm(b.xn, x, e.m.FinalNorm, e.eps)
 	b.actD.set(b.xn)
@@ -42,7 +64,11 @@ func (e *Engine) Step(tok int) (logits []float32, err error) {
 			b.logits[i] = float32(math.Tanh(float64(z/c))) * c
 		}
 	}
-	s.pos++
+	return b.logits
+}
+
+// countToken adds the last token's byte counts to the totals.
+func (e *Engine) countToken() {
 	e.stats.Tokens++
 	l, t := &e.stats.Last, &e.stats.Total
 	t.Attn += l.Attn
@@ -51,7 +77,6 @@ func (e *Engine) Step(tok int) (logits []float32, err error) {
 	t.Experts += l.Experts
 	t.Embed += l.Embed
 	t.LMHead += l.LMHead
-	return b.logits, nil
 }
 
 // embedRow dequantizes row tok of the embedding into x (one row from each

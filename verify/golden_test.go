@@ -20,7 +20,7 @@ const goldenDir = "../golden"
 
 // convertFixture converts a golden fixture with the converter's API into
 // dir, as .cflow or .vflow (ext), and opens it with the format readers.
-func convertFixture(t *testing.T, fixture, dir, ext string, q quant.Type) *runtime.Engine {
+func convertFixture(t *testing.T, fixture, dir, ext string, q quant.Type, opt ...runtime.Options) *runtime.Engine {
 	t.Helper()
 	out := filepath.Join(dir, filepath.Base(fixture)+"_"+q.String()+ext)
 	if _, err := convert.Convert(context.Background(), fixture, out, convert.Options{Quant: q, NUMANodes: 1, Workers: 1}); err != nil {
@@ -31,7 +31,15 @@ func convertFixture(t *testing.T, fixture, dir, ext string, q quant.Type) *runti
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	e, err := runtime.New(m, runtime.Options{Threads: 2, Kernel: Kernel()})
+	o := runtime.Options{Kernel: Kernel()}
+	if len(opt) > 0 {
+		o = opt[0]
+	}
+	o.Threads = 2
+	if o.Kernel == nil {
+		o.Kernel = Kernel()
+	}
+	e, err := runtime.New(m, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,7 +69,10 @@ func CheckModel(h *cflowfmt.Header, passes int, t *Trace) error {
 
 // Replay feeds the trace's tokens (never the engine's own choices) from
 // position 0 and judges every step with rule. Parity rules assume an engine
-// built with Options.Kernel = Kernel() (activations in f32).
+// built with Options.Kernel = Kernel() (activations in f32). Teacher
+// forcing makes the whole token list known up front, so it goes through
+// the engine's batched prefill: every trace verified is also a check of the
+// batched forward.
 func Replay(e *runtime.Engine, t *Trace, rule Rule) (*Report, error) {
 	return ReplayProgress(e, t, rule, nil)
 }
@@ -83,14 +86,20 @@ func ReplayProgress(e *runtime.Engine, t *Trace, rule Rule, onStep func(done, to
 	}
 	e.Reset()
 	rep := &Report{Model: t.Model, Weights: t.Weights, Quant: quant.Type(h.QuantType).String(), Rule: rule.Name}
-	for i, rs := range t.Steps {
-		logits, err := e.Step(t.Token(i))
+	toks := make([]int, len(t.Steps))
+	for i := range toks {
+		toks[i] = t.Token(i)
+	}
+	if len(toks) > 0 {
+		err := e.PrefillEach(toks, func(i int, logits []float32, obs *runtime.Observation) error {
+			rep.Steps = append(rep.Steps, judge(i, t.Steps[i], obs, logits, rule))
+			if onStep != nil {
+				onStep(int64(i+1), int64(len(toks)))
+			}
+			return nil
+		})
 		if err != nil {
-			return nil, fmt.Errorf("step %d: %w", i, err)
-		}
-		rep.Steps = append(rep.Steps, judge(i, rs, e.Observation(), logits, rule))
-		if onStep != nil {
-			onStep(int64(i+1), int64(len(t.Steps)))
+			return nil, fmt.Errorf("step %d: %w", len(rep.Steps), err)
 		}
 	}
 	rep.finish(rule)

@@ -18,9 +18,12 @@ import (
 	"sort"
 )
 
-// row is one line of results.jsonl; llama.cpp rows carry only tok_s.
+// row is one line of results.jsonl; llama.cpp rows carry only tok_s. Test
+// is "tg" (decode) or "pp" (prompt); rows written before the prompt test
+// existed have none and are decode rows.
 type row struct {
 	Engine       string  `json:"engine"`
+	Test         string  `json:"test"`
 	Round        int     `json:"round"`
 	Threads      int     `json:"threads"`
 	TokS         float64 `json:"tok_s"`
@@ -64,6 +67,9 @@ func read(path string) ([]row, error) {
 		var r row
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if r.Test == "pp" {
+			continue // the plot is decode tok/s against the bandwidth roofline
 		}
 		rows = append(rows, r)
 	}

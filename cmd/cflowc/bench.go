@@ -23,10 +23,15 @@ func init() {
 		Description: "After --warmup untimed tokens, decodes --tokens tokens --runs times from an empty KV cache\n" +
 			"(BOS, then seeded random tokens, as llama-bench's tg test) and reports the median tok/s.\n" +
 			"Then reads a --probe-mib buffer with the same thread count (median of --probe-runs passes):\n" +
-			"roofline tok/s = probe GB/s ÷ bytes per token; roofline fraction = effective GB/s ÷ probe GB/s.",
+			"roofline tok/s = probe GB/s ÷ bytes per token; roofline fraction = effective GB/s ÷ probe GB/s.\n" +
+			"--prompt N first times prompt processing as llama-bench's ppN test: N tokens (BOS, then seeded\n" +
+			"random tokens) from an empty cache through the prompt path, --runs times, median prompt tok/s.\n" +
+			"--tokens 0 skips decode. The JSON names the CPU (\"cpu\": /proc/cpuinfo's model name).",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: goruntime.NumCPU(), Usage: "decode and probe threads (default: every CPU, as run, verify and ppl)"},
-			&cli.IntFlag{Name: "tokens", Aliases: []string{"n"}, Value: 64, Usage: "decode tokens per run"},
+			&cli.IntFlag{Name: "tokens", Aliases: []string{"n"}, Value: 64, Usage: "decode tokens per run (0: no decode test)"},
+			&cli.IntFlag{Name: "prompt", Aliases: []string{"p"}, Usage: "prompt tokens of the prompt-processing test (llama-bench's ppN; 0: none)"},
+			&cli.IntFlag{Name: "batch", Usage: fmt.Sprintf("prompt tokens per pass over the weights (1..%d; 1 = token by token, the A/B baseline)", cfrt.MaxBatch), Value: cfrt.MaxBatch},
 			&cli.IntFlag{Name: "runs", Aliases: []string{"r"}, Value: 5, Usage: "timed runs (median reported)"},
 			&cli.IntFlag{Name: "warmup", Value: 16, Usage: "untimed warm-up tokens"},
 			&cli.IntFlag{Name: "probe-mib", Value: bench.ProbeBytes >> 20, Usage: "probe buffer size in MiB (larger than the LLC)"},
@@ -47,7 +52,10 @@ func runBench(c *cli.Context) error {
 	if err := checkThreads("bench", c.Int("threads")); err != nil {
 		return err
 	}
-	for _, f := range []string{"tokens", "runs", "probe-runs"} {
+	if c.Int("tokens") < 0 || c.Int("prompt") < 0 || c.Int("tokens")+c.Int("prompt") == 0 {
+		return cli.Exit("bench: --tokens and --prompt must be ≥ 0 and not both 0", exitUsage)
+	}
+	for _, f := range []string{"runs", "probe-runs"} {
 		if c.Int(f) < 1 {
 			return cli.Exit(fmt.Sprintf("bench: --%s %d must be ≥ 1", f, c.Int(f)), exitUsage)
 		}
@@ -75,12 +83,15 @@ func runBench(c *cli.Context) error {
 		fmt.Fprintf(os.Stderr, "note: %d threads on GOMAXPROCS %d; raising GOMAXPROCS\n", t, goruntime.GOMAXPROCS(0))
 		goruntime.GOMAXPROCS(t)
 	}
+	if b := c.Int("batch"); b < 1 || b > cfrt.MaxBatch {
+		return cli.Exit(fmt.Sprintf("bench: --batch %d outside 1..%d", b, cfrt.MaxBatch), exitUsage)
+	}
 	xio, err := cfrt.ParseExpertIO(c.String("expert-io"))
 	if err != nil {
 		return cli.Exit("bench: --expert-io: "+err.Error(), exitUsage)
 	}
-	cfg := bench.Config{ExpertIO: xio,
-		Threads: c.Int("threads"), Tokens: c.Int("tokens"), Runs: c.Int("runs"), Warmup: c.Int("warmup"),
+	cfg := bench.Config{ExpertIO: xio, Batch: c.Int("batch"),
+		Threads: c.Int("threads"), Tokens: c.Int("tokens"), Prompt: c.Int("prompt"), Runs: c.Int("runs"), Warmup: c.Int("warmup"),
 		ProbeBytes: int64(c.Int("probe-mib")) << 20, ProbeRuns: c.Int("probe-runs"), Seed: 1,
 	}
 	if p := c.String("cpuprofile"); p != "" {
@@ -103,12 +114,19 @@ func runBench(c *cli.Context) error {
 	if c.Bool("json") {
 		return json.NewEncoder(os.Stdout).Encode(r)
 	}
-	fmt.Printf("%s (%s, kernel %s), %d threads, %d tokens × %d runs\n", r.Model, r.Quant, r.Kernel, r.Threads, r.Tokens, len(r.Runs))
-	fmt.Printf("decode        %8.2f tok/s (median; runs %s)\n", r.DecodeTokS, benchList(r.Runs))
-	fmt.Printf("weights read  %8.1f MB/token\n", r.BytesPerToken/1e6)
-	fmt.Printf("effective     %8.2f GB/s\n", r.GBs)
+	fmt.Printf("%s (%s, kernel %s), %d threads, %d runs, CPU %s\n", r.Model, r.Quant, r.Kernel, r.Threads, c.Int("runs"), r.CPU)
+	if r.PromptTokens > 0 {
+		fmt.Printf("prompt (pp%d) %8.2f tok/s (median; runs %s; %d tokens per weight pass)\n", r.PromptTokens, r.PromptTokS, benchList(r.PromptRuns), r.Batch)
+	}
+	if r.Tokens > 0 {
+		fmt.Printf("decode (tg%d) %8.2f tok/s (median; runs %s)\n", r.Tokens, r.DecodeTokS, benchList(r.Runs))
+		fmt.Printf("weights read  %8.1f MB/token\n", r.BytesPerToken/1e6)
+		fmt.Printf("effective     %8.2f GB/s\n", r.GBs)
+	}
 	fmt.Printf("read probe    %8.2f GB/s (median; passes %s)\n", r.RooflineGBs, benchList(r.ProbeRuns))
-	fmt.Printf("roofline      %8.2f tok/s; reached %.1f%%\n", r.RooflineTokS, 100*r.RooflineFrac)
+	if r.Tokens > 0 {
+		fmt.Printf("roofline      %8.2f tok/s; reached %.1f%%\n", r.RooflineTokS, 100*r.RooflineFrac)
+	}
 	return nil
 }
 

@@ -1,0 +1,111 @@
+package runtime
+
+import (
+	"encoding/binary"
+	"math"
+	"unsafe"
+
+	"github.com/cflow-dev/cflow/quant"
+)
+
+// tileCache reports whether the cache's float32s can be viewed as F32
+// tiles, whose bytes are little-endian; elsewhere heads loops in Go.
+var tileCache = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// headScratch is one attention head's scratch: its query and probability
+// vectors prepared for the F32 tile kernels, and its scores.
+type headScratch struct {
+	q, p   *actVec
+	scores []float32
+	probs  []float32
+}
+
+// heads runs every query head of one pass at position n−1 over the cached
+// positions [start, n): scores Q·K on the keys' F32 tiles (one per cache
+// block: positions × head dim), a float64 softmax, and the weighted sum of
+// values on their transposed tiles (head dim × positions). The tile
+// kernels are the SIMD ones every matvec uses; per head the sums run in a
+// fixed order whatever the thread count or batch. Heads with a head dim
+// wider than a tile take a Go loop for the scores (and big-endian
+// machines for both products).
+func (e *Engine) heads(c *kvCache, lp *layerPlan, q, att []float32, n, start int) {
+	b := &e.bf
+	H, Hkv, hd := int(e.h.NumHeads), lp.kvHeads, lp.hd
+	scale := e.attnScale(hd)
+	b0, nb := start/kvBlock, (n+kvBlock-1)/kvBlock
+	span := nb * kvBlock
+	for len(b.heads) < H {
+		b.heads = append(b.heads, headScratch{q: e.newActVec(hd), p: e.newActVec(kvBlock)})
+	}
+	e.parallel(H, func(j int) {
+		kvh := j * Hkv / H
+		hs := &b.heads[j]
+		if cap(hs.scores) < span {
+			hs.scores = make([]float32, span, 2*span)
+			hs.probs = make([]float32, span, 2*span)
+		}
+		sc, p := hs.scores[:span], hs.probs[:span]
+		qh := q[j*hd : (j+1)*hd]
+		if hd <= quant.MaxTileCols && tileCache {
+			hs.q.set(qh)
+			clear(sc[b0*kvBlock : n])
+			for blk := b0; blk < nb; blk++ {
+				lo := blk * kvBlock
+				rows := min(n, lo+kvBlock) - lo
+				kt := f32Tile(c.k[blk][kvh*kvBlock*hd:], rows, hd)
+				dotTile(&kt, hs.q, 0, sc[lo:])
+			}
+		} else {
+			for t := start; t < n; t++ {
+				blk, i := t/kvBlock, t%kvBlock
+				kr := c.k[blk][(kvh*kvBlock+i)*hd : (kvh*kvBlock+i+1)*hd]
+				var dot float32
+				for i, qv := range qh {
+					dot += qv * kr[i]
+				}
+				sc[t] = dot
+			}
+		}
+		mx := math.Inf(-1)
+		for t := start; t < n; t++ {
+			mx = max(mx, float64(sc[t])*scale)
+		}
+		var sum float64
+		clear(p[b0*kvBlock : start])
+		for t := start; t < n; t++ {
+			p[t] = float32(math.Exp(float64(sc[t])*scale - mx))
+			sum += float64(p[t])
+		}
+		clear(p[n:span])
+		oh := att[j*hd : (j+1)*hd]
+		clear(oh)
+		if tileCache {
+			hs.p.set(p)
+			for blk := b0; blk < nb; blk++ {
+				for r0 := 0; r0 < hd; r0 += quant.MaxTileRows {
+					rows := min(quant.MaxTileRows, hd-r0)
+					vt := f32Tile(c.v[blk][(kvh*hd+r0)*kvBlock:], rows, kvBlock)
+					dotTile(&vt, hs.p, blk*kvBlock, oh[r0:])
+				}
+			}
+		} else {
+			for t := start; t < n; t++ {
+				vb := c.v[t/kvBlock][kvh*hd*kvBlock+t%kvBlock:]
+				for i := range oh {
+					oh[i] += p[t] * vb[i*kvBlock]
+				}
+			}
+		}
+		inv := float32(1 / sum)
+		for i := range oh {
+			oh[i] *= inv
+		}
+	})
+}
+
+// f32Tile views rows×cols float32 values (row-major, little-endian like
+// every platform Go's assembly kernels run on) as an F32 tile.
+func f32Tile(f []float32, rows, cols int) quant.Tile {
+	return quant.Tile{Type: quant.F32, Rows: rows, Cols: cols,
+		Data: unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), rows*cols*4)}
+}

@@ -1,0 +1,199 @@
+package runtime
+
+import (
+	"fmt"
+	"iter"
+	"runtime/debug"
+)
+
+// MaxBatch is the most token columns one pass over the weights serves: a
+// longer prompt is fed in consecutive batches of MaxBatch. Each tile is
+// read from memory once per batch and applied to every column while it is
+// in cache, so a batch of B columns reads the weights once instead of B
+// times. 64 columns of activations stay in L2 beside the tile.
+const MaxBatch = 64
+
+// A batch runs one token forward per column, layer-major: every column
+// walks the same plan (runPlan, the combine styles, attention, FFN, MoE —
+// the single-token code, unchanged) as a coroutine, and each weight read
+// (a matvec) or parallel loop (attention heads) it reaches is handed to
+// the driver instead of being run. When every column waits, the driver
+// runs the columns' matvecs of one plan as one walk over its stripes —
+// each tile applied to all columns waiting on it, in the same tile order
+// as a lone token, so every column's sums are bit-identical to Step's —
+// and the columns' attention heads as one parallel loop, then resumes
+// them. The delays of the pipeline-native styles are layer offsets inside
+// one token's forward (the ring and expert queue live in the column's
+// state), so this layer-major order is valid for every architecture.
+//
+// Columns of one sequence (a prefill) share its KV cache, each storing at
+// its own position; columns of different sequences (continuous batching)
+// each use their sequence's cache. Attention is causal because every
+// column stores its keys before any column's heads run: all columns reach
+// the same requests in the same order (lockstep), which the driver checks.
+
+// request is what a column waits on: a matvec (p set) or a parallel loop.
+type request struct {
+	p    *matPlan
+	a    *actVec
+	outs [][]float32
+	n    int
+	f    func(i int)
+}
+
+// lane is one column of a batch: a view of the engine sharing its weights,
+// plans and pool, with scratch buffers, observation and counters of its
+// own, so the single-token forward runs on it unchanged.
+type lane struct {
+	e       Engine
+	scratch seq  // a prefill column's per-token state; its kv is the sequence's
+	col     *seq // the state this column advances
+	tok     int
+	logits  bool // compute the LM head for this column
+	out     []float32
+	err     error
+	req     request
+	yield   func(struct{}) bool
+	next    func() (struct{}, bool)
+	stop    func()
+	live    bool
+}
+
+// newLane returns a column view of e.
+func (e *Engine) newLane() *lane {
+	ln := &lane{e: *e}
+	v := &ln.e
+	v.lanes, v.stats, v.prepCount = nil, Stats{}, [numStreams]int64{}
+	v.allocBuffers() // fresh scratch, observation and default seq
+	ln.scratch = v.seq
+	v.seq = seq{}
+	v.ln = ln
+	return ln
+}
+
+// wait hands the column's pending request to the driver and returns once
+// the driver has run it.
+func (ln *lane) wait() { ln.yield(struct{}{}) }
+
+// forward is one column's token: Step's body on the column's state.
+func (ln *lane) forward() {
+	e, s := &ln.e, ln.col
+	e.stats.Last = StreamBytes{}
+	e.embedRow(ln.tok, s.x)
+	if ln.err = e.runPlan(s); ln.err != nil {
+		return
+	}
+	e.obs.PreLMHeadNorm = norm2(s.x)
+	ln.out = nil
+	if ln.logits {
+		ln.out = e.finalLogits(s.x)
+	}
+	e.countToken()
+}
+
+// parallel runs f(0..n−1) on the pool, or, in a batch column, hands the
+// loop to the driver, which runs every column's loop in one pool job.
+func (e *Engine) parallel(n int, f func(i int)) {
+	if ln := e.ln; ln != nil {
+		ln.req = request{n: n, f: f}
+		ln.wait()
+		return
+	}
+	e.pool.run(n, f)
+}
+
+// runLanes drives ls (columns set up, coroutines not started) to the end
+// of their tokens.
+func (e *Engine) runLanes(ls []*lane) {
+	for _, ln := range ls {
+		ln.req = request{}
+		ln.next, ln.stop = iter.Pull(func(yield func(struct{}) bool) {
+			// The column reads the mapped embedding: a truncated file
+			// faults here as in Step (see Engine.Step).
+			defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+			ln.yield = yield
+			ln.forward()
+		})
+	}
+	live := make([]*lane, 0, len(ls))
+	for _, ln := range ls {
+		if _, ln.live = ln.next(); ln.live {
+			live = append(live, ln)
+		}
+	}
+	var groups [][]*lane
+	for len(live) > 0 {
+		loop := live[0].req.p == nil
+		groups = groups[:0]
+		for _, ln := range live {
+			if (ln.req.p == nil) != loop {
+				panic("runtime: batch columns out of step (one waits on a matvec, another on a parallel loop)")
+			}
+			if loop {
+				continue
+			}
+			i := 0
+			for i < len(groups) && groups[i][0].req.p != ln.req.p {
+				i++
+			}
+			if i == len(groups) {
+				groups = append(groups, nil)
+			}
+			groups[i] = append(groups[i], ln)
+		}
+		if loop {
+			e.parallelLanes(live)
+		}
+		for _, g := range groups {
+			e.matvecLanes(g[0].req.p, g)
+		}
+		next := live[:0]
+		for _, ln := range live {
+			if _, ln.live = ln.next(); ln.live {
+				next = append(next, ln)
+			}
+		}
+		live = next
+	}
+}
+
+// abandonLanes ends every column still suspended (after a fault in the
+// driver): each runs to its end without the driver, computing nothing that
+// is kept.
+func (e *Engine) abandonLanes() {
+	for _, ln := range e.lanes {
+		if ln.stop != nil {
+			ln.stop()
+		}
+	}
+}
+
+// parallelLanes runs every column's parallel loop as one pool job.
+func (e *Engine) parallelLanes(ls []*lane) {
+	total := 0
+	for _, ln := range ls {
+		total += ln.req.n
+	}
+	if len(ls) == 1 {
+		e.pool.run(total, ls[0].req.f)
+		return
+	}
+	e.pool.run(total, func(i int) {
+		for _, ln := range ls {
+			if i < ln.req.n {
+				ln.req.f(i)
+				return
+			}
+			i -= ln.req.n
+		}
+	})
+}
+
+// batchErr is an error of one column of a StepBatch.
+type batchErr struct {
+	i   int
+	err error
+}
+
+func (b *batchErr) Error() string { return fmt.Sprintf("batch column %d: %v", b.i, b.err) }
+func (b *batchErr) Unwrap() error { return b.err }

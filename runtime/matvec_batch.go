@@ -1,0 +1,46 @@
+package runtime
+
+import "github.com/cflow-dev/cflow/quant"
+
+// matvecLanes runs plan p for every column in ls (each waiting on p with
+// its own prepared activation and outputs) in one walk over p's stripes:
+// each tile is read once and applied to every column by quant.DotBatch
+// (a multi-column kernel where the path has one, else the single-column
+// kernel per column while the tile is in cache). Per column the tiles are
+// summed in the same order as matvec sums them, so each column's outputs
+// are a lone matvec's (bit for bit without a multi-column kernel, within
+// float summation order with one).
+func (e *Engine) matvecLanes(p *matPlan, ls []*lane) {
+	if e.numa != nil {
+		// The multi-node path keeps its per-node scratch and reductions;
+		// its columns run one after another.
+		for _, ln := range ls {
+			e.numaMatvec(p, ln.req.a, ln.req.outs)
+		}
+		return
+	}
+	for _, ln := range ls {
+		for _, o := range ln.req.outs {
+			clear(o)
+		}
+	}
+	hook := e.readHook
+	xs := make([]*quant.Vec, len(ls))
+	for j, ln := range ls {
+		xs[j] = ln.req.a.v
+	}
+	e.pool.run(len(p.stripes), func(i int) {
+		s := &p.stripes[i]
+		ys := make([][]float32, len(ls))
+		for _, t := range s.tiles {
+			if hook != nil {
+				hook(t.Offset, t.Matrix)
+			}
+			row := int(t.RowOffset)
+			for j, ln := range ls {
+				ys[j] = ln.req.outs[s.out][row:]
+			}
+			quant.DotBatch(&t.Tile, xs, int(t.ColOffset), ys)
+		}
+	})
+}
