@@ -34,18 +34,39 @@ type Engine interface {
 
 // Prefiller is an Engine that can feed several tokens of one sequence in
 // one pass over the weights (batched prefill) and return the last token's
-// logits. Feed uses it when the caller needs no per-token logits.
+// logits.
 type Prefiller interface {
 	Prefill(toks []int) ([]float32, error)
 }
 
+// EachPrefiller is a Prefiller that also hands over every position's
+// logits and observation (for traces and perplexity).
+type EachPrefiller interface {
+	PrefillEach(toks []int, each func(i int, logits []float32, obs *runtime.Observation) error) error
+}
+
 // Feed feeds toks in order and returns the logits after the last. each,
-// when set, sees every position's logits (traces, perplexity) and forces
-// one Step per token; otherwise an engine that is a Prefiller feeds them
-// in one call.
-func Feed(e Engine, toks []int, each func(i int, logits []float32) error) ([]float32, error) {
-	if p, ok := e.(Prefiller); ok && each == nil && len(toks) > 1 {
-		return p.Prefill(toks)
+// when set, sees every position's logits and observation (valid during
+// the call only). Engines that prefill in batches (*runtime.Engine) feed
+// the tokens that way, bit-identical to one Step per token.
+func Feed(e Engine, toks []int, each func(i int, logits []float32, obs *runtime.Observation) error) ([]float32, error) {
+	if len(toks) > 1 {
+		if p, ok := e.(Prefiller); ok && each == nil {
+			return p.Prefill(toks)
+		}
+		if p, ok := e.(EachPrefiller); ok && each != nil {
+			var last []float32
+			err := p.PrefillEach(toks, func(i int, logits []float32, obs *runtime.Observation) error {
+				if i == len(toks)-1 {
+					last = append(last, logits...)
+				}
+				return each(i, logits, obs)
+			})
+			if err != nil {
+				return nil, err
+			}
+			return last, nil
+		}
 	}
 	var logits []float32
 	for i, t := range toks {
@@ -54,7 +75,7 @@ func Feed(e Engine, toks []int, each func(i int, logits []float32) error) ([]flo
 			return nil, err
 		}
 		if each != nil {
-			if err := each(i, logits); err != nil {
+			if err := each(i, logits, e.Observation()); err != nil {
 				return nil, err
 			}
 		}
@@ -68,8 +89,7 @@ type Options struct {
 	// error from it stops the run and is returned.
 	OnToken func(Token) error
 	// Trace, when set, receives a step for every fed token and the
-	// generated ids (the cflow-trace/1 file of run --trace-out). Tracing
-	// feeds the prompt token by token.
+	// generated ids (the cflow-trace/1 file of run --trace-out).
 	Trace *Trace
 }
 
@@ -93,7 +113,7 @@ type Stats struct {
 // that continues on e (chat turns) passes only the new tokens as the prompt
 // and, as Request.Ctx, only the positions e has left.
 func Run(ctx context.Context, e Engine, seq *Sequence, opt Options) (st Stats, err error) {
-	var each func(int, []float32) error
+	var each func(int, []float32, *runtime.Observation) error
 	step := e.Step
 	if opt.Trace != nil {
 		step = func(tok int) ([]float32, error) {
@@ -104,8 +124,9 @@ func Run(ctx context.Context, e Engine, seq *Sequence, opt Options) (st Stats, e
 			}
 			return logits, err
 		}
-		each = func(i int, logits []float32) error {
-			opt.Trace.record(e.Pos()-1, seq.Prompt()[i], e.Observation(), logits)
+		start := e.Pos()
+		each = func(i int, logits []float32, obs *runtime.Observation) error {
+			opt.Trace.record(start+i, seq.Prompt()[i], obs, logits)
 			return nil
 		}
 	}

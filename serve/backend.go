@@ -2,15 +2,13 @@ package serve
 
 import (
 	"github.com/cflow-dev/cflow/cflowfmt"
-	"github.com/cflow-dev/cflow/generate"
 	"github.com/cflow-dev/cflow/runtime"
 )
 
 // backend runs the model for the scheduler: slots sequences, each with its
-// own KV cache. It is used from the scheduler's goroutine only. step is
-// the continuous-batching seam: it advances every listed slot by one token
-// in one tick, so a runtime that steps several sequences in one pass over
-// the weights replaces engines here and nowhere else.
+// own KV cache. It is used from the scheduler's goroutine only. step
+// advances every listed slot by one token in one tick (batched: one pass
+// over the weights for all of them); tests wrap it to hold the scheduler.
 type backend interface {
 	reset(slot int)
 	// prefill feeds toks to slot and returns the logits after the last.
@@ -21,45 +19,59 @@ type backend interface {
 	close()
 }
 
-// engines is the backend of one runtime.Engine per slot, stepped one after
-// another: exact (each sequence's logits are what `cflowc run` computes
-// alone), but every slot reads the weights for itself.
-type engines struct {
-	es     []*runtime.Engine
-	logits [][]float32
-	errs   []error
+// batched is the backend of one runtime.Engine with one runtime.Sequence
+// (its own KV cache) per slot: a tick's decode tokens go through
+// Engine.StepBatch, one pass over the weight tiles for every active
+// sequence, and a new prompt through PrefillSequence (batched prefill).
+// Each sequence's logits are bit-identical to what Step gives it alone.
+type batched struct {
+	e    *runtime.Engine
+	seqs []*runtime.Sequence
+	qs   []*runtime.Sequence
+	out  [][]float32
+	errs []error
 }
 
-func newEngines(m *cflowfmt.Model, slots int, opt runtime.Options) (*engines, error) {
-	b := &engines{}
+func newBatched(m *cflowfmt.Model, slots int, opt runtime.Options) (*batched, error) {
+	e, err := runtime.New(m, opt)
+	if err != nil {
+		return nil, err
+	}
+	b := &batched{e: e}
 	for range slots {
-		e, err := runtime.New(m, opt)
-		if err != nil {
-			b.close()
-			return nil, err
-		}
-		b.es = append(b.es, e)
+		b.seqs = append(b.seqs, e.NewSequence())
 	}
 	return b, nil
 }
 
-func (b *engines) reset(slot int) { b.es[slot].Reset() }
+func (b *batched) reset(slot int) { b.seqs[slot].Reset() }
 
-func (b *engines) prefill(slot int, toks []int) ([]float32, error) {
-	return generate.Feed(b.es[slot], toks, nil)
+func (b *batched) prefill(slot int, toks []int) ([]float32, error) {
+	return b.e.PrefillSequence(b.seqs[slot], toks, nil)
 }
 
-func (b *engines) step(slots, toks []int) ([][]float32, []error) {
-	b.logits, b.errs = b.logits[:0], b.errs[:0]
-	for i, s := range slots {
-		l, err := b.es[s].Step(toks[i])
-		b.logits, b.errs = append(b.logits, l), append(b.errs, err)
+func (b *batched) step(slots, toks []int) ([][]float32, []error) {
+	b.qs, b.errs = b.qs[:0], b.errs[:0]
+	for _, s := range slots {
+		b.qs = append(b.qs, b.seqs[s])
+		b.errs = append(b.errs, nil)
 	}
-	return b.logits, b.errs
+	out, err := b.e.StepBatch(b.qs, toks)
+	if err == nil {
+		return out, b.errs
+	}
+	// A refused or failed batch feeds nothing: step each slot alone to
+	// tell the failing sequence from the others.
+	b.out = b.out[:0]
+	for i, q := range b.qs {
+		l, err := b.e.StepBatch([]*runtime.Sequence{q}, toks[i:i+1])
+		if err != nil {
+			b.out, b.errs[i] = append(b.out, nil), err
+			continue
+		}
+		b.out = append(b.out, append([]float32(nil), l[0]...))
+	}
+	return b.out, b.errs
 }
 
-func (b *engines) close() {
-	for _, e := range b.es {
-		e.Close()
-	}
-}
+func (b *batched) close() { b.e.Close() }

@@ -1,9 +1,11 @@
 // Package serve is cflowc serve: an OpenAI-compatible HTTP server (chat and
 // text completions, streaming or not, models, health) over one model file.
-// One scheduler goroutine owns the engines and advances every active
-// sequence each tick (continuous batching: requests join and leave between
-// ticks); handlers only parse, validate and stream. Decoding is the
-// generate package's, so a greedy reply is exactly `cflowc run`'s.
+// One scheduler goroutine owns the engine and advances every active
+// sequence each tick in one pass over the weights (runtime.StepBatch; each
+// sequence has its own KV cache; requests join and leave between ticks,
+// and new prompts are prefilled in batches); handlers only parse, validate
+// and stream. Decoding is the generate package's and the batched step is
+// bit-identical to a lone Step, so a greedy reply is exactly `cflowc run`'s.
 package serve
 
 import (
@@ -91,7 +93,7 @@ func newServer(cfg Config, wrap func(backend) backend) (*Server, error) {
 	if s.tmpl == nil && cfg.Tokenizer != nil {
 		s.tmpl = Plain{cfg.Tokenizer}
 	}
-	be, err := newEngines(cfg.Model, cfg.Parallel, runtime.Options{Threads: cfg.Threads})
+	be, err := newBatched(cfg.Model, cfg.Parallel, runtime.Options{Threads: cfg.Threads})
 	if err != nil {
 		return nil, err
 	}
