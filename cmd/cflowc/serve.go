@@ -74,7 +74,11 @@ func runServe(c *cli.Context) error {
 	if err != nil && !errors.Is(err, tokenizer.ErrNoTokenizer) {
 		return cli.Exit("serve: "+err.Error(), exitUsage)
 	}
-	if t := c.Int("threads"); t > goruntime.GOMAXPROCS(0) {
+	// One P beyond the decode threads for the HTTP side: with none, a
+	// handler writing a chunk waits for the Go scheduler to preempt a
+	// polling pool worker, stalling the matvec it was part of (measured:
+	// half the decode rate of run at --threads = CPUs).
+	if t := c.Int("threads") + 1; t > goruntime.GOMAXPROCS(0) {
 		goruntime.GOMAXPROCS(t)
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(c.String("host"), strconv.Itoa(c.Int("port"))))
