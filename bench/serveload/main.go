@@ -94,6 +94,10 @@ func main() {
 	}
 }
 
+// client opens a connection per request: llama-server closes idle
+// keep-alive connections, and a POST on a closed one is not retried.
+var client = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
 // result is one request's measurements.
 type result struct {
 	ttft   time.Duration
@@ -162,7 +166,7 @@ func quantile(xs []float64, q float64) float64 {
 func one(endpoint string, body []byte) (result, error) {
 	var r result
 	t0 := time.Now()
-	resp, err := http.Post(endpoint, "application/json", bytes.NewReader(body))
+	resp, err := client.Post(endpoint, "application/json", bytes.NewReader(body))
 	if err != nil {
 		return r, err
 	}
