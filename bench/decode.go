@@ -124,6 +124,12 @@ func Run(m *cflowfmt.Model, cfg Config) (*Result, error) {
 		if r.Batch == 0 {
 			r.Batch = runtime.MaxBatch
 		}
+		// One untimed prompt first, as llama-bench warms up: the engine
+		// allocates its batch columns on first use.
+		e.Reset()
+		if _, err := prompt(e, tokens(min(cfg.Prompt, r.Batch))); err != nil {
+			return nil, err
+		}
 		for range cfg.Runs {
 			ts := tokens(cfg.Prompt)
 			e.Reset()

@@ -35,7 +35,10 @@ func (e *Engine) heads(c *kvCache, lp *layerPlan, q, att []float32, n, start int
 	b0, nb := start/kvBlock, (n+kvBlock-1)/kvBlock
 	span := nb * kvBlock
 	for len(b.heads) < H {
-		b.heads = append(b.heads, headScratch{q: e.newActVec(hd), p: e.newActVec(kvBlock)})
+		// F32 tiles read the float values only: vectors of the engine's
+		// float twin skip the int8 rounding Set would do on an int8 path.
+		f := e.kernel.Float()
+		b.heads = append(b.heads, headScratch{q: &actVec{v: f.NewVec(hd)}, p: &actVec{v: f.NewVec(kvBlock)}})
 	}
 	e.parallel(H, func(j int) {
 		kvh := j * Hkv / H
