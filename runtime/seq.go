@@ -62,17 +62,20 @@ func (c *kvCache) store(pos int, k, v []float32) {
 	}
 }
 
-// forget zeroes every value from position pos to the end of its block:
-// the value tiles are multiplied over whole blocks (by zero probabilities
-// past the last position), so what lies there must be finite.
+// forget zeroes every value from position pos on: the value tiles are
+// multiplied over whole blocks (by zero probabilities past the last
+// position), so what lies there must be finite, whatever an earlier,
+// longer sequence left.
 func (c *kvCache) forget(pos int) {
 	blk, t := pos/kvBlock, pos%kvBlock
-	if blk >= len(c.v) {
-		return
-	}
-	vb := c.v[blk]
-	for r := range c.heads * c.hd {
-		clear(vb[r*kvBlock+t : (r+1)*kvBlock])
+	for b := blk; b < len(c.v); b++ {
+		vb := c.v[b]
+		if b > blk {
+			t = 0
+		}
+		for r := range c.heads * c.hd {
+			clear(vb[r*kvBlock+t : (r+1)*kvBlock])
+		}
 	}
 }
 
