@@ -56,6 +56,20 @@ func (c cfgMap) num(key string) (float64, bool, error) {
 }
 
 // int returns a non-negative integer key or def when absent.
+// intsInto returns a reader of integer keys that records the first error in
+// *err and returns 0 from then on, so a family can read a run of sizes and
+// check once.
+func (c cfgMap) intsInto(err *error) func(key string, def int) int {
+	return func(key string, def int) int {
+		if *err != nil {
+			return 0
+		}
+		var v int
+		v, *err = c.int(key, def)
+		return v
+	}
+}
+
 func (c cfgMap) int(key string, def int) (int, error) {
 	f, ok, err := c.num(key)
 	if err != nil || !ok {

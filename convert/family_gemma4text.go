@@ -161,14 +161,7 @@ func splitExperts(c *checkpoint) error {
 
 func gemma4Geometry(cfg cfgMap, g *geom) error {
 	var err error
-	geti := func(key string, def int) int {
-		if err != nil {
-			return 0
-		}
-		var v int
-		v, err = cfg.int(key, def)
-		return v
-	}
+	geti := cfg.intsInto(&err)
 	g.topK = geti("top_k_experts", 0)
 	g.Fe = geti("moe_intermediate_size", 0)
 	g.window = geti("sliding_window", 512)

@@ -44,14 +44,7 @@ type geom struct {
 func readGeometry(cfg cfgMap) (geom, error) {
 	var g geom
 	var err error
-	geti := func(key string, def int) int {
-		if err != nil {
-			return 0
-		}
-		var v int
-		v, err = cfg.int(key, def)
-		return v
-	}
+	geti := cfg.intsInto(&err)
 	g.d = geti("hidden_size", 0)
 	g.L = geti("num_hidden_layers", 0)
 	g.H = geti("num_attention_heads", 0)
