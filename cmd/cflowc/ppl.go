@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	goruntime "runtime"
@@ -99,12 +98,7 @@ func runPPL(c *cli.Context) error {
 	}
 	el := time.Since(t0)
 	if c.Bool("json") {
-		out, err := json.Marshal(r)
-		if err != nil {
-			return cli.Exit(err.Error(), exitError)
-		}
-		fmt.Println(string(out))
-		return nil
+		return printJSON(r)
 	}
 	fmt.Printf("ppl %.4f  bits/byte %.4f  loss %.5f nats/token  (%d tokens, %d bytes, %d chunks, ctx %d)\n",
 		r.PPL, r.BitsPerByte, r.Loss, r.Tokens, r.Bytes, r.Chunks, r.Ctx)
@@ -136,12 +130,7 @@ func comparePPL(c *cli.Context, e *cfrt.Engine, opt cfrt.Options, basePath strin
 	}
 	el := time.Since(t0)
 	if c.Bool("json") {
-		out, err := json.Marshal(r)
-		if err != nil {
-			return cli.Exit(err.Error(), exitError)
-		}
-		fmt.Println(string(out))
-		return nil
+		return printJSON(r)
 	}
 	fmt.Printf("ppl %.4f  base ppl %.4f  ratio %.5f  mean KL(base‖file) %.5f nats  same top token %.2f%%  (max KL %.4f; %d tokens, %d chunks, ctx %d)\n",
 		r.PPL, r.BasePPL, r.PPLRatio, r.MeanKLD, 100*r.SameTop, r.MaxKLD, r.Tokens, r.Chunks, r.Ctx)
