@@ -101,10 +101,7 @@ func dotQ4AVX2Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {
 	g := Groups(t.Cols)
 	j := 0
 	for ; j+4 <= len(xs); j += 4 {
-		var xp, yp [4]*float32
-		for i := range 4 {
-			xp[i], yp[i] = &xs[j+i].x[col], &ys[j+i][0]
-		}
+		xp, yp := columns4(xs, col, ys, j)
 		q4f256x4(&t.Scales[0], &t.Data[0], t.Rows, g, &xp, &yp)
 	}
 	for ; j < len(xs); j++ {
@@ -124,10 +121,7 @@ func dotQ4AVX512Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {
 	g := Groups(t.Cols)
 	j := 0
 	for ; j+4 <= len(xs); j += 4 {
-		var xp, yp [4]*float32
-		for i := range 4 {
-			xp[i], yp[i] = &xs[j+i].x[col], &ys[j+i][0]
-		}
+		xp, yp := columns4(xs, col, ys, j)
 		q4f512x4(&t.Scales[0], &t.Data[0], t.Rows, g, &xp, &yp, lowBits(g))
 	}
 	for ; j < len(xs); j++ {
@@ -151,10 +145,7 @@ func dotQ8AVX2Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {
 	g := Groups(t.Cols)
 	j := 0
 	for ; j+4 <= len(xs); j += 4 {
-		var xp, yp [4]*float32
-		for i := range 4 {
-			xp[i], yp[i] = &xs[j+i].x[col], &ys[j+i][0]
-		}
+		xp, yp := columns4(xs, col, ys, j)
 		q8f256x4(&t.Scales[0], &t.Data[0], t.Rows, g, &xp, &yp)
 	}
 	for ; j < len(xs); j++ {
@@ -166,13 +157,20 @@ func dotQ8AVX512Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {
 	g := Groups(t.Cols)
 	j := 0
 	for ; j+4 <= len(xs); j += 4 {
-		var xp, yp [4]*float32
-		for i := range 4 {
-			xp[i], yp[i] = &xs[j+i].x[col], &ys[j+i][0]
-		}
+		xp, yp := columns4(xs, col, ys, j)
 		q8f512x4(&t.Scales[0], &t.Data[0], t.Rows, g, &xp, &yp, lowBits(g))
 	}
 	for ; j < len(xs); j++ {
 		dotQ8AVX512(t, xs[j], col, ys[j])
 	}
+}
+
+// columns4 points at columns j..j+3 of a batch for a four-column kernel. It
+// returns the arrays by value, so they stay on the caller's stack (DotBatch
+// must not allocate).
+func columns4(xs []*Vec, col int, ys [][]float32, j int) (xp, yp [4]*float32) {
+	for i := range 4 {
+		xp[i], yp[i] = &xs[j+i].x[col], &ys[j+i][0]
+	}
+	return xp, yp
 }
