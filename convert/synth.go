@@ -76,12 +76,9 @@ func Synthesize(dir string, o SynthOptions) error {
 	if g.Hidden <= 0 || g.Layers <= 0 || g.Heads <= 0 || g.KVHeads <= 0 || g.Hidden%g.Heads != 0 || g.FFN <= 0 || g.Vocab <= 0 {
 		return fmt.Errorf("synth: bad geometry %+v", g)
 	}
-	dt := strings.ToUpper(o.DType)
-	if dt == "" {
-		dt = "F16"
-	}
-	if dt != "F16" && dt != "BF16" && dt != "F32" {
-		return fmt.Errorf("synth: dtype %q, want f16, bf16 or f32", o.DType)
+	dt, err := synthDType(o.DType)
+	if err != nil {
+		return err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -117,11 +114,31 @@ func Synthesize(dir string, o SynthOptions) error {
 		"tie_word_embeddings": false, "hidden_act": "silu", "bos_token_id": 1, "eos_token_id": 2,
 		"torch_dtype": torch, "_name_or_path": fmt.Sprintf("synthetic-llama-seed%d", o.Seed),
 	}
+	return writeCheckpoint(dir, cfg, ts, o.Shards)
+}
+
+// synthDType checks a synthetic checkpoint's dtype name (f16 when empty)
+// and returns its safetensors spelling.
+func synthDType(name string) (string, error) {
+	dt := strings.ToUpper(name)
+	if dt == "" {
+		dt = "F16"
+	}
+	if dt != "F16" && dt != "BF16" && dt != "F32" {
+		return "", fmt.Errorf("synth: dtype %q, want f16, bf16 or f32", name)
+	}
+	return dt, nil
+}
+
+// writeCheckpoint writes config.json and the tensors into dir, as one
+// model.safetensors or, with shards > 1, model-0000i-of-0000n.safetensors
+// files and their index.
+func writeCheckpoint(dir string, cfg map[string]any, ts []STTensor, shards int) error {
 	cb, _ := json.MarshalIndent(cfg, "", "  ")
 	if err := cflowfmt.WriteFileAtomic(filepath.Join(dir, "config.json"), cb); err != nil {
 		return err
 	}
-	shards := max(1, o.Shards)
+	shards = max(1, shards)
 	if shards == 1 {
 		return WriteSafetensors(filepath.Join(dir, "model.safetensors"), ts)
 	}
