@@ -15,15 +15,34 @@ func GuardFault(name string, fn func() error) (err error) {
 	old := debug.SetPanicOnFault(true)
 	defer debug.SetPanicOnFault(old)
 	defer func() {
-		r := recover()
-		if r == nil {
-			return
+		if fe := FaultError(name, recover()); fe != nil {
+			err = fe
 		}
-		if fe, ok := r.(interface{ Addr() uintptr }); ok {
-			err = &FormatError{File: name, What: fmt.Sprintf("memory fault reading the mapped file at address %#x: the file was truncated or replaced while open (%v)", fe.Addr(), r)}
-			return
-		}
-		panic(r)
 	}()
 	return fn()
+}
+
+// IsFault reports whether r, a value recovered from a panic, is a memory
+// fault raised under debug.SetPanicOnFault (a read of a vanished mapped
+// page) rather than a bug: the runtime's workers forward exactly these to
+// the goroutine that turns them into an error.
+func IsFault(r any) bool {
+	_, ok := r.(interface{ Addr() uintptr })
+	return ok
+}
+
+// FaultError is the error for r, a value recovered from a panic: nil when
+// nothing panicked, a FormatError naming file name for a memory fault, and
+// any other panic is re-raised (it is a bug of ours). GuardFault and the
+// runtime's entry points, which need their own clean-up around the
+// recover, share it, so a truncated file is reported one way everywhere.
+func FaultError(name string, r any) error {
+	if r == nil {
+		return nil
+	}
+	if !IsFault(r) {
+		panic(r)
+	}
+	fe := r.(interface{ Addr() uintptr })
+	return &FormatError{File: name, What: fmt.Sprintf("memory fault reading the mapped file at address %#x: the file was truncated or replaced while open (%v)", fe.Addr(), r)}
 }

@@ -210,7 +210,7 @@ func (md *Metadata) MarshalBinary() ([]byte, error) {
 }
 
 // ParseMetadata decodes a section that starts at file offset base; errors
-// name the absolute offset.
+// name the absolute offset. Values are copied out of b.
 func ParseMetadata(b []byte, base int64) (*Metadata, error) {
 	bad := func(off int, format string, a ...any) error {
 		return &FormatError{Offset: base + int64(off), What: "metadata: " + fmt.Sprintf(format, a...)}
@@ -264,6 +264,10 @@ func ParseMetadata(b []byte, base int64) (*Metadata, error) {
 		if _, dup := md.m[key]; dup {
 			return nil, bad(off, "duplicate key %q", key)
 		}
+		// A copy, never an alias of b: metadata is read everywhere
+		// (tokenizer, chat template, analyze, engine set-up) outside any
+		// GuardFault, so it must survive the file being truncated under
+		// its mapping (tokenizer and analyze tests hold this).
 		md.set(key, t, append([]byte(nil), raw...))
 		off += int(vl)
 	}

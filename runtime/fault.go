@@ -1,10 +1,6 @@
 package runtime
 
-import (
-	"fmt"
-
-	"github.com/cflow-dev/cflow/cflowfmt"
-)
+import "github.com/cflow-dev/cflow/cflowfmt"
 
 // faultAsError is deferred by Step (with debug.SetPanicOnFault on). The
 // weights are a file mapping: if the file is truncated under the engine,
@@ -23,13 +19,15 @@ func (e *Engine) faultAsError(s *seq, logits *[]float32, err *error) {
 // faultError is the error for a recovered memory fault r (nil when nothing
 // panicked); any other panic is re-raised. The batched entry points
 // (prefill.go) use it with their own clean-up.
-func (e *Engine) faultError(r any) error {
-	if r == nil {
-		return nil
+func (e *Engine) faultError(r any) error { return cflowfmt.FaultError(e.m.Path, r) }
+
+// loadFaultAsError is deferred by the set-up steps of New that read the
+// whole mapping (the NUMA tile copies, on the nodes' workers, whose faults
+// onNode re-raises here), with debug.SetPanicOnFault on in the caller too:
+// a file truncated between Open and New is an error from New, not an
+// engine built on tiles the copy left zero.
+func (e *Engine) loadFaultAsError(err *error) {
+	if fe := e.faultError(recover()); fe != nil {
+		*err = fe
 	}
-	fe, ok := r.(interface{ Addr() uintptr })
-	if !ok {
-		panic(r)
-	}
-	return &cflowfmt.FormatError{File: e.m.Path, What: fmt.Sprintf("memory fault at %#x reading the mapped weights: the file was truncated or replaced while open (%v)", fe.Addr(), r)}
 }

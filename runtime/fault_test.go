@@ -11,6 +11,7 @@ import (
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/convert"
 	"github.com/cflow-dev/cflow/quant"
+	"github.com/cflow-dev/cflow/runtime/numa"
 	"github.com/cflow-dev/cflow/vflowfmt"
 )
 
@@ -48,5 +49,36 @@ func TestTruncatedUnderEngine(t *testing.T) {
 		}
 		e.Close()
 		m.Close()
+	}
+}
+
+// TestTruncatedBeforeNUMACopy: on a multi-node topology the engine copies
+// the file's tiles into node-local memory at New, on each node's pinned
+// workers. A file truncated before that copy (the window is the whole
+// model's read) makes New return a FormatError naming the file — the
+// workers' faults reach the caller — instead of an engine whose tiles were
+// silently left zero.
+func TestTruncatedBeforeNUMACopy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.cflow")
+	if _, err := convert.Convert(context.Background(), "../models/stories260K.bin", path, convert.Options{Quant: quant.Q8_0}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := vflowfmt.OpenModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(numa.EnvTopology, "0:0;1:1")
+	e, err := New(m, Options{Threads: 2, Placer: &numa.Recorder{}, Kernel: testKernel})
+	if err == nil {
+		e.Close()
+		t.Fatalf("New copied the tiles of a truncated file without an error (%s)", e.NUMA())
+	}
+	var fe *cflowfmt.FormatError
+	if !errors.As(err, &fe) || fe.File != path || !strings.Contains(err.Error(), "truncated or replaced while open") {
+		t.Fatalf("want a FormatError naming %s, got %v", path, err)
 	}
 }

@@ -3,6 +3,7 @@ package runtime
 import (
 	"fmt"
 	goruntime "runtime"
+	"runtime/debug"
 	"strings"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
@@ -143,7 +144,9 @@ func splitThreads(threads int, topo *numa.Topology) []int {
 // startNUMA starts one pinned group per node, decides who owns which
 // tiles (the file's plan when it matches the node count, else a re-plan),
 // places the weights and builds every non-expert matrix's node split.
-func (e *Engine) startNUMA(opt Options, topo *numa.Topology, fp *cflowfmt.NUMAPlan) error {
+func (e *Engine) startNUMA(opt Options, topo *numa.Topology, fp *cflowfmt.NUMAPlan) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer e.loadFaultAsError(&err)
 	rep := &e.numaRep
 	M := len(topo.Nodes)
 	st := &numaState{topo: topo, scratch: make([][3][]float32, M), jobs: make([]*job, M)}
@@ -261,7 +264,11 @@ func (e *Engine) closeNUMA() {
 
 // onNode runs f(0..n−1) on node g's workers and waits: load-time work
 // (copies, first touches) done by the threads that will read the memory.
+// A worker's memory fault (the file truncated under the copy) is re-raised
+// in the caller, where startNUMA turns it into New's error.
 func (e *Engine) onNode(g, n int, f func(i int)) {
 	gp := e.pool.groups[g]
-	gp.finish(gp.post(n, f))
+	j := gp.post(n, f)
+	gp.finish(j)
+	j.raise()
 }

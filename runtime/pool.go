@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
 // spinRounds bounds how long an idle worker of an oversubscribed pool
@@ -64,7 +66,7 @@ func (j *job) workItems() (faulted bool) {
 	}()
 	defer func() {
 		if r := recover(); r != nil {
-			if _, ok := r.(interface{ Addr() uintptr }); !ok {
+			if !cflowfmt.IsFault(r) {
 				panic(r)
 			}
 			j.fault.CompareAndSwap(nil, &r)

@@ -84,14 +84,16 @@ func hex2(b int) string {
 	return string([]byte{h[b>>4], h[b&15]})
 }
 
+// smallByteLevelJSON is a GPT-2-style tokenizer.json of 13 ids.
+const smallByteLevelJSON = `{"model":{"type":"BPE","vocab":{"h":0,"e":1,"l":2,"o":3,"Ġ":4,"w":5,"r":6,"d":7,"he":8,"ll":9,"hell":10,"Ġw":11,"<|endoftext|>":12},
+	"merges":["h e","l l","he ll","Ġ w"]},"added_tokens":[{"id":12,"content":"<|endoftext|>","special":true}],
+	"pre_tokenizer":{"type":"ByteLevel","add_prefix_space":false},"decoder":{"type":"ByteLevel"}}`
+
 // TestHFByteLevel: GPT-2-style tokenizer.json with merges "h e", "l l",
 // "he ll", "Ġ w"; "hello world" pre-splits to "hello" and "Ġworld"
 // (Ġ = the space's byte-level rune), giving hell+o and Ġw+o+r+l+d.
 func TestHFByteLevel(t *testing.T) {
-	js := `{"model":{"type":"BPE","vocab":{"h":0,"e":1,"l":2,"o":3,"Ġ":4,"w":5,"r":6,"d":7,"he":8,"ll":9,"hell":10,"Ġw":11,"<|endoftext|>":12},
-	"merges":["h e","l l","he ll","Ġ w"]},"added_tokens":[{"id":12,"content":"<|endoftext|>","special":true}],
-	"pre_tokenizer":{"type":"ByteLevel","add_prefix_space":false},"decoder":{"type":"ByteLevel"}}`
-	tk, err := ParseJSON([]byte(js), nil, -1, 12)
+	tk, err := ParseJSON([]byte(smallByteLevelJSON), nil, -1, 12)
 	if err != nil {
 		t.Fatal(err)
 	}
