@@ -3,7 +3,8 @@
 // bench/side-by-side.sh writes (OUT/results.jsonl). It takes the same
 // medians over rounds as the script's table, so the plot and the table in
 // docs/PERFORMANCE.md always come from one invocation. It writes SVG with
-// the standard library only, so regenerating it needs no extra modules:
+// the standard library (through cflowfmt's sink, like every cflow output),
+// so regenerating it needs no extra modules:
 //
 //	go run ./bench/plot -in bench/out/results.jsonl -o docs/decode-threads.svg
 package main
@@ -11,11 +12,15 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
-	"log"
+	"io"
+	"math"
 	"os"
 	"sort"
+
+	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
 // row is one line of results.jsonl; llama.cpp rows carry only tok_s. Test
@@ -30,26 +35,53 @@ type row struct {
 	RooflineTokS float64 `json:"roofline_tok_s"`
 }
 
-func main() {
-	in := flag.String("in", "bench/out/results.jsonl", "side-by-side raw results")
-	out := flag.String("o", "docs/decode-threads.svg", "SVG to write")
-	title := flag.String("title", "Decode, TinyLlama-geometry Q4_0 (same weights)", "plot title")
-	flag.Parse()
-	rows, err := read(*in)
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// run is the command: 0 when the plot is written, 2 for bad usage or input
+// (cflowc's convention), with the reason on stderr and no output file.
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("plot", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	in := fs.String("in", "bench/out/results.jsonl", "side-by-side raw results")
+	out := fs.String("o", "docs/decode-threads.svg", "SVG to write")
+	title := fs.String("title", "Decode, TinyLlama-geometry Q4_0 (same weights)", "plot title")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if err := plot(*in, *out, *title, stdout); err != nil {
+		fmt.Fprintln(stderr, "plot:", err)
+		return 2
+	}
+	return 0
+}
+
+// plot checks the output path before reading anything (never over the
+// input, never into a missing directory) and writes the SVG through the
+// temp-and-rename sink every cflow output uses, so a failure leaves no
+// partial file and an existing plot is replaced whole or not at all.
+func plot(in, out, title string, stdout io.Writer) error {
+	if err := cflowfmt.CheckOutput(out, in); err != nil {
+		return err
+	}
+	rows, err := read(in)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	s := summarize(rows)
-	if len(s.threads) == 0 {
-		log.Fatalf("%s: no results", *in)
+	if s.max() <= 0 {
+		return fmt.Errorf("%s: no decode results with a positive tok/s", in)
 	}
-	if err := os.WriteFile(*out, []byte(svg(s, *title)), 0o644); err != nil {
-		log.Fatal(err)
+	if err := cflowfmt.WriteFileAtomic(out, []byte(svg(s, title))); err != nil {
+		return err
 	}
 	for _, t := range s.threads {
-		fmt.Printf("threads %d: llama.cpp %.2f, cflowc %.2f, roofline %.1f tok/s\n",
+		fmt.Fprintf(stdout, "threads %d: llama.cpp %.2f, cflowc %.2f, roofline %.1f tok/s\n",
 			t, s.series["llama.cpp"][t], s.series["cflowc"][t], s.series["roofline"][t])
 	}
+	return nil
 }
 
 func read(path string) ([]row, error) {
@@ -60,16 +92,19 @@ func read(path string) ([]row, error) {
 	defer f.Close()
 	var rows []row
 	sc := bufio.NewScanner(f)
-	for sc.Scan() {
+	for line := 1; sc.Scan(); line++ {
 		if len(sc.Bytes()) == 0 {
 			continue
 		}
 		var r row
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, fmt.Errorf("%s: line %d: %w", path, line, err)
 		}
 		if r.Test == "pp" {
 			continue // the plot is decode tok/s against the bandwidth roofline
+		}
+		if r.Threads <= 0 || !finiteNonNeg(r.TokS) || !finiteNonNeg(r.RooflineTokS) {
+			return nil, fmt.Errorf("%s: line %d: threads %d, tok_s %v, roofline_tok_s %v: want threads > 0 and finite rates ≥ 0", path, line, r.Threads, r.TokS, r.RooflineTokS)
 		}
 		rows = append(rows, r)
 	}
@@ -80,6 +115,18 @@ func read(path string) ([]row, error) {
 type summary struct {
 	threads []int
 	series  map[string]map[int]float64 // "llama.cpp", "cflowc", "roofline"
+}
+
+// max is the largest value of the drawn series (0 when there are none):
+// it sets the y axis.
+func (s summary) max() float64 {
+	m := 0.0
+	for _, st := range styles {
+		for _, v := range s.series[st.key] {
+			m = math.Max(m, v)
+		}
+	}
+	return m
 }
 
 func summarize(rows []row) summary {
@@ -121,3 +168,5 @@ func median(v []float64) float64 {
 	}
 	return (v[n/2-1] + v[n/2]) / 2
 }
+
+func finiteNonNeg(v float64) bool { return v >= 0 && !math.IsInf(v, 1) }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"html"
 	"math"
 	"strings"
 )
@@ -42,7 +43,7 @@ func svg(s summary, title string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="12">`+"\n", W, H)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	fmt.Fprintf(&b, `<text x="%.0f" y="25" font-size="14" text-anchor="middle">%s</text>`+"\n", left+pw/2, title)
+	fmt.Fprintf(&b, `<text x="%.0f" y="25" font-size="14" text-anchor="middle">%s</text>`+"\n", left+pw/2, html.EscapeString(title))
 	for v := 0.0; v <= ymax; v += step {
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e0e0e0"/>`+"\n", left, y(v), left+pw, y(v))
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%.0f</text>`+"\n", left-6, y(v)+4, v)
