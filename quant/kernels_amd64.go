@@ -43,6 +43,15 @@ func quantize512(x *float32, groups int, q8, xl, xh *int8, dx *float32, c4, c8 *
 //go:noescape
 func q8vnni512(sc, data *byte, rows, groups int, x8 *int8, c8 *int32, dx, y *float32, k0, k1, k2, k3, kg int)
 
+//go:noescape
+func q4avx2i8(sc, data *byte, rows, groups int, xl, xh *int8, c4 *int32, dx, y *float32)
+
+//go:noescape
+func q8avx2i8(sc, data *byte, rows, groups int, x8 *int8, dx, y *float32)
+
+//go:noescape
+func quantize256(x *float32, groups int, q8, xl, xh *int8, dx *float32, c4, c8 *int32)
+
 // archKernels lists the assembly paths f allows, slowest first.
 func archKernels(f CPUFeatures) []*Kernel {
 	var ks []*Kernel
@@ -51,6 +60,11 @@ func archKernels(f CPUFeatures) []*Kernel {
 	}
 	avx2 := &Kernel{name: "avx2", f32: dotF32AVX2, q4: dotQ4AVX2, q8: dotQ8AVX2, q4batch: dotQ4AVX2Batch, q8batch: dotQ8AVX2Batch}
 	ks = append(ks, avx2)
+	// int8 activations through VPMADDUBSW: the default on AVX2 CPUs without
+	// VNNI (AMD Zen 2/3), where the float kernels run out of arithmetic
+	// before the memory stream does.
+	ks = append(ks, &Kernel{name: "avx2i8", int8: true, f32: dotF32AVX2,
+		q4: dotQ4AVX2I8, q8: dotQ8AVX2I8, float: avx2, quantize: quantizeAVX2})
 	if f.AVXVNNI {
 		// For CPUs with AVX-VNNI but no AVX-512 (the default there); it
 		// quantizes activations in Go.
@@ -128,4 +142,20 @@ func dotQ4AVXVNNI(t *Tile, x *Vec, col int, y []float32) {
 func dotQ8AVXVNNI(t *Tile, x *Vec, col int, y []float32) {
 	g0 := col / GroupSize
 	q8avxvnni(&t.Scales[0], &t.Data[0], t.Rows, Groups(t.Cols), &x.q8[g0*GroupSize], &x.c8[g0*8], &x.dx[g0], &y[0])
+}
+
+func dotQ4AVX2I8(t *Tile, x *Vec, col int, y []float32) {
+	g0 := col / GroupSize
+	q4avx2i8(&t.Scales[0], &t.Data[0], t.Rows, Groups(t.Cols), &x.xl[g0*16], &x.xh[g0*16], &x.c4[g0*4], &x.dx[g0], &y[0])
+}
+
+func dotQ8AVX2I8(t *Tile, x *Vec, col int, y []float32) {
+	g0 := col / GroupSize
+	q8avx2i8(&t.Scales[0], &t.Data[0], t.Rows, Groups(t.Cols), &x.q8[g0*GroupSize], &x.dx[g0], &y[0])
+}
+
+func quantizeAVX2(v *Vec, g int) {
+	if g > 0 {
+		quantize256(&v.x[0], g, &v.q8[0], &v.xl[0], &v.xh[0], &v.dx[0], &v.c4[0], &v.c8[0])
+	}
 }

@@ -11,7 +11,7 @@ import (
 
 // allPaths are the kernel names the issue asks for; a path the CPU or the
 // build lacks is skipped, not failed.
-var allPaths = []string{"scalar", "avx2", "avxvnni", "avx512", "vnni"}
+var allPaths = []string{"scalar", "avx2", "avx2i8", "avxvnni", "avx512", "vnni"}
 
 // withKernel runs f under each available path.
 func withKernel(t *testing.T, f func(t *testing.T, k *Kernel)) {
@@ -358,7 +358,7 @@ func TestKernelList(t *testing.T) {
 		if err != nil || k != ks[i] || k.Name() != n {
 			t.Fatalf("KernelByName(%s) = %v, %v", n, k, err)
 		}
-		if k.QuantizesActivations() != (n == "vnni" || n == "avxvnni") {
+		if k.QuantizesActivations() != (n == "vnni" || n == "avxvnni" || n == "avx2i8") {
 			t.Fatalf("%s: QuantizesActivations = %v", n, k.QuantizesActivations())
 		}
 	}

@@ -1,0 +1,443 @@
+//go:build !noasm
+
+#include "textflag.h"
+
+// AVX2 kernels with int8 activations (the avx2i8 path) for CPUs with AVX2
+// but no VNNI (AMD Zen 2/3, Intel Haswell–Comet Lake). VPMADDUBSW (unsigned
+// × signed bytes, pairs summed to int16) followed by VPMADDWD against int16
+// ones sums four byte products into each dword, the lane layout VPDPBUSD
+// gives, so the Vec's int8 views and the Q4 bias lanes (c4) serve both.
+// Q8 weights are signed: their magnitude goes unsigned and their sign onto
+// the activation (VPABSB, VPSIGNB), which keeps every int16 pair sum below
+// 2·128·127 and away from VPMADDUBSW's saturation. Four rows run at a time
+// so each activation block is loaded once for them, and their sums are
+// reduced together (VHADDPS) into one 4-float update of y.
+// See docs/PERFORMANCE.md ("Kernels", "Decode stream").
+
+#define HSUM8(y, x, xt) \
+	VEXTRACTF128 $1, y, xt; \
+	VADDPS       xt, x, x;  \
+	VPERMILPS    $0x4e, x, xt; \
+	VADDPS       xt, x, x;  \
+	VPERMILPS    $0xb1, x, xt; \
+	VADDSS       xt, x, x
+
+// RED4 adds the horizontal sums of Y0..Y3 (rows 0..3) into y[0:4] at R9.
+#define RED4 \
+	VHADDPS      Y1, Y0, Y0; \
+	VHADDPS      Y3, Y2, Y2; \
+	VHADDPS      Y2, Y0, Y0; \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPS       X1, X0, X0; \
+	VADDPS       (R9), X0, X0; \
+	VMOVUPS      X0, (R9)
+
+// i8lanes: VPERMPS indices giving a row's two scales of a group pair four
+// lanes each (lanes 0–3 group 2p, 4–7 group 2p+1).
+DATA i8lanes<>+0(SB)/4, $0
+DATA i8lanes<>+4(SB)/4, $0
+DATA i8lanes<>+8(SB)/4, $0
+DATA i8lanes<>+12(SB)/4, $0
+DATA i8lanes<>+16(SB)/4, $1
+DATA i8lanes<>+20(SB)/4, $1
+DATA i8lanes<>+24(SB)/4, $1
+DATA i8lanes<>+28(SB)/4, $1
+GLOBL i8lanes<>(SB), RODATA|NOPTR, $32
+
+// ROWSCALES(rowsz, ...) writes, for rowsz bytes of frame (32 per row),
+// each row's f16 scales times the activation scales (Y12; R15 points at
+// them) as 8 floats at r·32(SP), rows' scales starting at SI (2·R8 bytes
+// apart). Full rows (8 groups) convert with one VCVTPH2PS each; otherwise
+// one scale at a time, so nothing past the scale array is read, and lanes
+// ≥ groups keep the zeros stored at entry. Clobbers AX, BX, DX, R12, Y4.
+#define ROWSCALES(rowsz, full, part, prow, pel, done) \
+	CMPQ R8, $8; \
+	JNE  part; \
+	XORQ DX, DX; \
+full: \
+	VCVTPH2PS (SI)(DX*1), Y4; \
+	VMULPS    Y12, Y4, Y4; \
+	VMOVUPS   Y4, (SP)(DX*2); \
+	ADDQ      $16, DX; \
+	CMPQ      DX, $(rowsz/2); \
+	JLT       full; \
+	JMP       done; \
+part: \
+	MOVQ SI, R12; \
+	XORQ DX, DX; \
+prow: \
+	XORQ BX, BX; \
+pel: \
+	MOVWLZX   (R12), AX; \
+	VMOVD     AX, X4; \
+	VCVTPH2PS X4, X4; \
+	VMULSS    (R15)(BX*4), X4, X4; \
+	LEAQ      (SP)(DX*1), AX; \
+	VMOVSS    X4, (AX)(BX*4); \
+	ADDQ      $2, R12; \
+	INCQ      BX; \
+	CMPQ      BX, R8; \
+	JLT       pel; \
+	ADDQ      $32, DX; \
+	CMPQ      DX, $rowsz; \
+	JLT       prow; \
+done:
+
+// Q4ROW adds one row's group pair (nibbles at mem, loaded into w: Y4, or
+// X4 for a lone last group) against the activation pair in Y9 (xl), Y10
+// (xh), Y11 (c4 bias) into acc, scaled by the row's table at sc.
+#define Q4ROW(mem, w, sc, acc) \
+	VMOVDQU     mem, w;      \
+	VPSRLW      $4, Y4, Y5;  \
+	VPAND       Y15, Y4, Y4; \
+	VPAND       Y15, Y5, Y5; \
+	VPMADDUBSW  Y9, Y4, Y4;  \
+	VPMADDUBSW  Y10, Y5, Y5; \
+	VPADDW      Y5, Y4, Y4;  \
+	VPMADDWD    Y14, Y4, Y4; \
+	VPADDD      Y11, Y4, Y4; \
+	VCVTDQ2PS   Y4, Y4;      \
+	VPERMPS     sc, Y13, Y5; \
+	VFMADD231PS Y5, Y4, acc
+
+// func q4avx2i8(sc, data *byte, rows, groups int, xl, xh *int8, c4 *int32, dx, y *float32)
+//
+// Frame: four rows' scale tables (32 bytes each) and 32 bytes of slack
+// for the last row's shifted VPERMPS loads.
+TEXT ·q4avx2i8(SB), NOSPLIT, $160-72
+	MOVQ         sc+0(FP), SI
+	MOVQ         data+8(FP), DI
+	MOVQ         rows+16(FP), CX
+	MOVQ         groups+24(FP), R8
+	MOVQ         dx+56(FP), R15
+	VMOVUPS      (R15), Y12
+	MOVQ         y+64(FP), R9
+	MOVL         $0x0f0f0f0f, AX
+	VMOVD        AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL         $0x00010001, AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, Y14
+	VMOVDQU      i8lanes<>(SB), Y13
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, (SP)
+	VMOVUPS      Y0, 32(SP)
+	VMOVUPS      Y0, 64(SP)
+	VMOVUPS      Y0, 96(SP)
+	VMOVUPS      Y0, 128(SP)
+	MOVQ         R8, R10
+	SHLQ         $4, R10           // a row's nibble bytes
+	LEAQ         (R10)(R10*2), R11 // three rows'
+	CMPQ         CX, $4
+	JLT          q4i8one
+
+q4i8four:
+	ROWSCALES(128, q4i8sc4, q4i8sc4p, q4i8sc4r, q4i8sc4e, q4i8sc4d)
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ   xl+32(FP), R12
+	MOVQ   xh+40(FP), R13
+	MOVQ   c4+48(FP), DX
+	MOVQ   SP, AX
+	MOVQ   R8, BX
+	CMPQ   BX, $2
+	JLT    q4i8four1
+
+q4i8four2:
+	VMOVDQU (R12), Y9
+	VMOVDQU (R13), Y10
+	VMOVDQU (DX), Y11
+	Q4ROW((DI), Y4, (AX), Y0)
+	Q4ROW((DI)(R10*1), Y4, 32(AX), Y1)
+	Q4ROW((DI)(R10*2), Y4, 64(AX), Y2)
+	Q4ROW((DI)(R11*1), Y4, 96(AX), Y3)
+	ADDQ    $32, DI
+	ADDQ    $32, R12
+	ADDQ    $32, R13
+	ADDQ    $32, DX
+	ADDQ    $8, AX
+	SUBQ    $2, BX
+	CMPQ    BX, $2
+	JGE     q4i8four2
+
+q4i8four1:
+	TESTQ   BX, BX
+	JZ      q4i8fourend
+	VMOVDQU (R12), Y9
+	VMOVDQU (R13), Y10
+	VMOVDQU (DX), Y11
+	Q4ROW((DI), X4, (AX), Y0)
+	Q4ROW((DI)(R10*1), X4, 32(AX), Y1)
+	Q4ROW((DI)(R10*2), X4, 64(AX), Y2)
+	Q4ROW((DI)(R11*1), X4, 96(AX), Y3)
+	ADDQ    $16, DI
+
+q4i8fourend:
+	RED4
+	ADDQ R11, DI              // DI was at row 1
+	LEAQ (SI)(R8*8), SI       // four rows of 2·groups scale bytes
+	ADDQ $16, R9
+	SUBQ $4, CX
+	CMPQ CX, $4
+	JGE  q4i8four
+
+q4i8one:
+	TESTQ CX, CX
+	JZ    q4i8done
+	ROWSCALES(32, q4i8sc1, q4i8sc1p, q4i8sc1r, q4i8sc1e, q4i8sc1d)
+	VXORPS Y0, Y0, Y0
+	MOVQ   xl+32(FP), R12
+	MOVQ   xh+40(FP), R13
+	MOVQ   c4+48(FP), DX
+	MOVQ   SP, AX
+	MOVQ   R8, BX
+	CMPQ   BX, $2
+	JLT    q4i8one1
+
+q4i8one2:
+	VMOVDQU (R12), Y9
+	VMOVDQU (R13), Y10
+	VMOVDQU (DX), Y11
+	Q4ROW((DI), Y4, (AX), Y0)
+	ADDQ    $32, DI
+	ADDQ    $32, R12
+	ADDQ    $32, R13
+	ADDQ    $32, DX
+	ADDQ    $8, AX
+	SUBQ    $2, BX
+	CMPQ    BX, $2
+	JGE     q4i8one2
+
+q4i8one1:
+	TESTQ   BX, BX
+	JZ      q4i8oneend
+	VMOVDQU (R12), Y9
+	VMOVDQU (R13), Y10
+	VMOVDQU (DX), Y11
+	Q4ROW((DI), X4, (AX), Y0)
+	ADDQ    $16, DI
+
+q4i8oneend:
+	HSUM8(Y0, X0, X1)
+	VADDSS (R9), X0, X0
+	VMOVSS X0, (R9)
+	LEAQ   (SI)(R8*2), SI
+	ADDQ   $4, R9
+	DECQ   CX
+	JNZ    q4i8one
+
+q4i8done:
+	VZEROUPPER
+	RET
+
+// Q8ROW adds one row's group (32 int8 weights at mem) against the
+// activation group in Y9 into acc, scaled by the row's scale at sc.
+#define Q8ROW(mem, sc, acc) \
+	VMOVDQU      mem, Y4;     \
+	VPSIGNB      Y4, Y9, Y5;  \
+	VPABSB       Y4, Y4;      \
+	VPMADDUBSW   Y5, Y4, Y4;  \
+	VPMADDWD     Y14, Y4, Y4; \
+	VCVTDQ2PS    Y4, Y4;      \
+	VBROADCASTSS sc, Y5;      \
+	VFMADD231PS  Y5, Y4, acc
+
+// func q8avx2i8(sc, data *byte, rows, groups int, x8 *int8, dx, y *float32)
+//
+// Frame: four rows' scale tables.
+TEXT ·q8avx2i8(SB), NOSPLIT, $160-56
+	MOVQ         sc+0(FP), SI
+	MOVQ         data+8(FP), DI
+	MOVQ         rows+16(FP), CX
+	MOVQ         groups+24(FP), R8
+	MOVQ         dx+40(FP), R15
+	VMOVUPS      (R15), Y12
+	MOVQ         y+48(FP), R9
+	MOVL         $0x00010001, AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, Y14
+	MOVQ         R8, R10
+	SHLQ         $5, R10           // a row's weight bytes
+	LEAQ         (R10)(R10*2), R11 // three rows'
+	CMPQ         CX, $4
+	JLT          q8i8one
+
+q8i8four:
+	ROWSCALES(128, q8i8sc4, q8i8sc4p, q8i8sc4r, q8i8sc4e, q8i8sc4d)
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ   x8+32(FP), R12
+	MOVQ   SP, AX
+	MOVQ   R8, BX
+
+q8i8fourg:
+	VMOVDQU (R12), Y9
+	Q8ROW((DI), (AX), Y0)
+	Q8ROW((DI)(R10*1), 32(AX), Y1)
+	Q8ROW((DI)(R10*2), 64(AX), Y2)
+	Q8ROW((DI)(R11*1), 96(AX), Y3)
+	ADDQ    $32, DI
+	ADDQ    $32, R12
+	ADDQ    $4, AX
+	DECQ    BX
+	JNZ     q8i8fourg
+
+	RED4
+	ADDQ R11, DI
+	LEAQ (SI)(R8*8), SI
+	ADDQ $16, R9
+	SUBQ $4, CX
+	CMPQ CX, $4
+	JGE  q8i8four
+
+q8i8one:
+	TESTQ CX, CX
+	JZ    q8i8done
+	ROWSCALES(32, q8i8sc1, q8i8sc1p, q8i8sc1r, q8i8sc1e, q8i8sc1d)
+	VXORPS Y0, Y0, Y0
+	MOVQ   x8+32(FP), R12
+	MOVQ   SP, AX
+	MOVQ   R8, BX
+
+q8i8oneg:
+	VMOVDQU (R12), Y9
+	Q8ROW((DI), (AX), Y0)
+	ADDQ    $32, DI
+	ADDQ    $32, R12
+	ADDQ    $4, AX
+	DECQ    BX
+	JNZ     q8i8oneg
+
+	HSUM8(Y0, X0, X1)
+	VADDSS (R9), X0, X0
+	VMOVSS X0, (R9)
+	LEAQ   (SI)(R8*2), SI
+	ADDQ   $4, R9
+	DECQ   CX
+	JNZ    q8i8one
+
+q8i8done:
+	VZEROUPPER
+	RET
+
+// qorder: VPERMD indices that undo the lane interleaving of VPACKSSDW and
+// VPACKSSWB on four vectors of 8 int32.
+DATA qorder<>+0(SB)/4, $0
+DATA qorder<>+4(SB)/4, $4
+DATA qorder<>+8(SB)/4, $1
+DATA qorder<>+12(SB)/4, $5
+DATA qorder<>+16(SB)/4, $2
+DATA qorder<>+20(SB)/4, $6
+DATA qorder<>+24(SB)/4, $3
+DATA qorder<>+28(SB)/4, $7
+GLOBL qorder<>(SB), RODATA|NOPTR, $32
+
+// func quantize256(x *float32, groups int, q8, xl, xh *int8, dx *float32, c4, c8 *int32)
+//
+// Vec.quantizeGo's arithmetic, one group (32 values) per step: max|x|
+// through the bit patterns, d = max/127, q = round-to-even(x/d)
+// (VCVTPS2DQ under the default rounding mode) clamped to ±127 (the packs
+// saturate, VPMAXSB lifts −128), and the c4/c8 bias lanes from
+// VPMADDUBSW/VPMADDWD against ones (each dword sums four q).
+TEXT ·quantize256(SB), NOSPLIT, $0-64
+	MOVQ         x+0(FP), SI
+	MOVQ         groups+8(FP), CX
+	MOVQ         q8+16(FP), DI
+	MOVQ         xl+24(FP), R8
+	MOVQ         xh+32(FP), R9
+	MOVQ         dx+40(FP), R10
+	MOVQ         c4+48(FP), R11
+	MOVQ         c8+56(FP), R12
+	MOVL         $0x7fffffff, AX
+	VMOVD        AX, X15
+	VPBROADCASTD X15, Y15        // |·| mask
+	MOVL         $0x01010101, AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, Y14        // unsigned byte ones
+	MOVL         $0x00010001, AX
+	VMOVD        AX, X13
+	VPBROADCASTD X13, Y13        // int16 ones
+	MOVL         $0x81818181, AX
+	VMOVD        AX, X12
+	VPBROADCASTD X12, Y12        // int8 −127
+	VMOVDQU      qorder<>(SB), Y11
+	MOVL         $127, AX
+	VCVTSI2SSL   AX, X10, X10    // 127.0
+	TESTQ        CX, CX
+	JZ           q256done
+
+q256loop:
+	VMOVUPS     (SI), Y0
+	VMOVUPS     32(SI), Y1
+	VMOVUPS     64(SI), Y2
+	VMOVUPS     96(SI), Y3
+	VPAND       Y15, Y0, Y4
+	VPAND       Y15, Y1, Y5
+	VPAND       Y15, Y2, Y6
+	VPAND       Y15, Y3, Y7
+	VPMAXUD     Y5, Y4, Y4
+	VPMAXUD     Y7, Y6, Y6
+	VPMAXUD     Y6, Y4, Y4
+	VEXTRACTI128 $1, Y4, X5
+	VPMAXUD     X5, X4, X4
+	VPSHUFD     $0x4e, X4, X5
+	VPMAXUD     X5, X4, X4
+	VPSHUFD     $0xb1, X4, X5
+	VPMAXUD     X5, X4, X4       // X4 = max|x| (as bits)
+	VDIVSS      X10, X4, X4      // d = max/127
+	VMOVSS      X4, (R10)
+	VXORPS      X5, X5, X5
+	VUCOMISS    X5, X4
+	JEQ         q256zero
+	VBROADCASTSS X4, Y4
+	VDIVPS      Y4, Y0, Y0
+	VDIVPS      Y4, Y1, Y1
+	VDIVPS      Y4, Y2, Y2
+	VDIVPS      Y4, Y3, Y3
+	VCVTPS2DQ   Y0, Y0
+	VCVTPS2DQ   Y1, Y1
+	VCVTPS2DQ   Y2, Y2
+	VCVTPS2DQ   Y3, Y3
+	VPACKSSDW   Y1, Y0, Y0
+	VPACKSSDW   Y3, Y2, Y2
+	VPACKSSWB   Y2, Y0, Y0
+	VPERMD      Y0, Y11, Y0
+	VPMAXSB     Y12, Y0, Y0
+	JMP         q256store
+
+q256zero:
+	VPXOR Y0, Y0, Y0
+
+q256store:
+	VMOVDQU      Y0, (DI)
+	VMOVDQU      X0, (R8)
+	VEXTRACTI128 $1, Y0, X1
+	VMOVDQU      X1, (R9)
+	VPMADDUBSW   Y0, Y14, Y2
+	VPMADDWD     Y13, Y2, Y2     // Y2[l] = Σ q[4l..4l+3]
+	VPXOR        Y5, Y5, Y5
+	VPSLLD       $7, Y2, Y3
+	VPSUBD       Y3, Y5, Y3      // −128·Σ
+	VMOVDQU      Y3, (R12)
+	VEXTRACTI128 $1, Y2, X3
+	VPADDD       X3, X2, X2      // Σ over lane l of both halves
+	VPSLLD       $3, X2, X2
+	VPSUBD       X2, X5, X2      // −8·Σ
+	VMOVDQU      X2, (R11)
+	SUBQ         $-128, SI
+	ADDQ         $32, DI
+	ADDQ         $16, R8
+	ADDQ         $16, R9
+	ADDQ         $4, R10
+	ADDQ         $16, R11
+	ADDQ         $32, R12
+	DECQ         CX
+	JNZ          q256loop
+
+q256done:
+	VZEROUPPER
+	RET
