@@ -428,3 +428,64 @@ func TestEnvSelectsKernel(t *testing.T) {
 		}
 	}
 }
+
+// TestInt8KernelsMatchQuantizedOracle pins the int8 paths tighter than the
+// rounding bound TestKernelsMatchOracle allows: fed the activation they
+// actually read (each value d·q of its Vec's int8 view), the scalar oracle
+// must give their result up to float summation noise (1e-5 of Σ|w·x|), so
+// a lane mix-up or a lost bias cannot hide inside the rounding tolerance.
+// DotBatch is held to the same standard for batches of 1–9 columns.
+func TestInt8KernelsMatchQuantizedOracle(t *testing.T) {
+	withKernel(t, func(t *testing.T, k *Kernel) {
+		if !k.QuantizesActivations() {
+			t.Skip("float-activation path")
+		}
+		rng := rand.New(rand.NewPCG(31, 32))
+		for _, typ := range []Type{Q4_0, Q8_0} {
+			for i := range 400 {
+				tile := randTileOf(rng, typ)
+				w := dense(&tile)
+				col := GroupSize * rng.IntN(5)
+				B := 1 + rng.IntN(9)
+				xs, ys, y0s, qs := make([]*Vec, B), make([][]float32, B), make([][]float32, B), make([][]float32, B)
+				for j := range xs {
+					x := randActivation(rng, col, tile.Cols)
+					xs[j] = k.NewVec(len(x))
+					xs[j].Set(x)
+					qs[j] = make([]float32, len(x))
+					for c := range x {
+						qs[j][c] = xs[j].dx[c/GroupSize] * float32(xs[j].q8[c])
+					}
+					y0s[j] = make([]float32, tile.Rows+1)
+					for r := range y0s[j] {
+						y0s[j][r] = float32(rng.NormFloat64())
+					}
+					ys[j] = slices.Clone(y0s[j])
+				}
+				single := slices.Clone(ys[0])
+				Dot(&tile, xs[0], col, single)
+				DotBatch(&tile, xs, col, ys)
+				for j := range xs {
+					want := slices.Clone(y0s[j])
+					DotScalar(&tile, qs[j][col:], want)
+					for r := 0; r < tile.Rows; r++ {
+						mag := magnitude(w[r*tile.Cols:(r+1)*tile.Cols], qs[j][col:]) + math.Abs(float64(y0s[j][r]))
+						got := []float32{ys[j][r]}
+						if j == 0 {
+							got = append(got, single[r])
+						}
+						for _, g := range got {
+							if d := math.Abs(float64(g) - float64(want[r])); d > 1e-5*mag {
+								t.Fatalf("%s tile %d (%dx%d at col %d) column %d of %d row %d: got %g, oracle on the int8 activation %g (|diff| %g > 1e-5·%g)",
+									typ, i, tile.Rows, tile.Cols, col, j, B, r, g, want[r], d, mag)
+							}
+						}
+					}
+					if ys[j][tile.Rows] != y0s[j][tile.Rows] {
+						t.Fatalf("%s tile %d column %d: y past the tile's rows changed", typ, i, j)
+					}
+				}
+			}
+		}
+	})
+}
