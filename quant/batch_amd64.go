@@ -174,3 +174,50 @@ func columns4(xs []*Vec, col int, ys [][]float32, j int) (xp, yp [4]*float32) {
 	}
 	return xp, yp
 }
+
+// q4avx2i8x4 adds one Q4_0 tile times four int8 activation columns into
+// their outputs (batch_avx2i8_amd64.s): each row's nibbles are split once
+// for the four columns. q8avx2i8x4 is the Q8_0 version; it reads each
+// column's natural-order int8 values (Vec.q8) through the xl field and
+// ignores xh and c4.
+//
+//go:noescape
+func q4avx2i8x4(sc, data *byte, rows, groups int, cols *[4]vnniCol)
+
+//go:noescape
+func q8avx2i8x4(sc, data *byte, rows, groups int, cols *[4]vnniCol)
+
+// dotQ4AVX2I8Batch is the avx2i8 path's DotBatch for Q4_0: four columns at
+// a time, the last B mod 4 through the single-column kernel.
+func dotQ4AVX2I8Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {
+	g, g0 := Groups(t.Cols), col/GroupSize
+	j := 0
+	for ; j+4 <= len(xs); j += 4 {
+		var cs [4]vnniCol
+		for i := range cs {
+			x := xs[j+i]
+			cs[i] = vnniCol{&x.xl[g0*16], &x.xh[g0*16], &x.c4[g0*4], &x.dx[g0], &ys[j+i][0]}
+		}
+		q4avx2i8x4(&t.Scales[0], &t.Data[0], t.Rows, g, &cs)
+	}
+	for ; j < len(xs); j++ {
+		dotQ4AVX2I8(t, xs[j], col, ys[j])
+	}
+}
+
+// dotQ8AVX2I8Batch is dotQ4AVX2I8Batch for Q8_0.
+func dotQ8AVX2I8Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {
+	g, g0 := Groups(t.Cols), col/GroupSize
+	j := 0
+	for ; j+4 <= len(xs); j += 4 {
+		var cs [4]vnniCol
+		for i := range cs {
+			x := xs[j+i]
+			cs[i] = vnniCol{xl: &x.q8[g0*GroupSize], dx: &x.dx[g0], y: &ys[j+i][0]}
+		}
+		q8avx2i8x4(&t.Scales[0], &t.Data[0], t.Rows, g, &cs)
+	}
+	for ; j < len(xs); j++ {
+		dotQ8AVX2I8(t, xs[j], col, ys[j])
+	}
+}

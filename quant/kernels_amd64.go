@@ -64,7 +64,8 @@ func archKernels(f CPUFeatures) []*Kernel {
 	// VNNI (AMD Zen 2/3), where the float kernels run out of arithmetic
 	// before the memory stream does.
 	ks = append(ks, &Kernel{name: "avx2i8", int8: true, f32: dotF32AVX2,
-		q4: dotQ4AVX2I8, q8: dotQ8AVX2I8, float: avx2, quantize: quantizeAVX2})
+		q4: dotQ4AVX2I8, q8: dotQ8AVX2I8, float: avx2, quantize: quantizeAVX2,
+		q4batch: dotQ4AVX2I8Batch, q8batch: dotQ8AVX2I8Batch})
 	if f.AVXVNNI {
 		// For CPUs with AVX-VNNI but no AVX-512 (the default there); it
 		// quantizes activations in Go.

@@ -1,0 +1,272 @@
+//go:build !noasm
+
+#include "textflag.h"
+
+// Multi-column kernels of the avx2i8 path for DotBatch: one tile against
+// four int8 activation columns, a row at a time. Each row's weights are
+// unpacked once (Q4: the nibble split; Q8: their magnitudes) for the four
+// columns. At entry each column's activation block (its int8 views and
+// scales for the tile's eight possible groups, Vec padding included) is
+// copied into the frame, so the inner loop addresses all four columns off
+// SP and one offset register instead of twelve pointers.
+
+// Frame (q4avx2i8x4): per column c, its row scales times its activation
+// scales at c·32 (32 bytes of slack after the last for the shifted
+// VPERMPS loads); the row's own scales at 160 (lanes ≥ groups stay 0);
+// column c's xl, xh, c4 and dx at 192 + c·416 (+0, +128, +256, +384).
+#define Q4XL(c) (192+(c)*416)
+#define Q4XH(c) (192+(c)*416+128)
+#define Q4C4(c) (192+(c)*416+256)
+#define Q4DX(c) (192+(c)*416+384)
+
+// COPY4 copies 128 bytes from src (clobbering Y0..Y3) to off(SP).
+#define COPY4(src, off) \
+	VMOVDQU (src), Y0;     \
+	VMOVDQU 32(src), Y1;   \
+	VMOVDQU 64(src), Y2;   \
+	VMOVDQU 96(src), Y3;   \
+	VMOVDQU Y0, off(SP);   \
+	VMOVDQU Y1, off+32(SP); \
+	VMOVDQU Y2, off+64(SP); \
+	VMOVDQU Y3, off+96(SP)
+
+// Q4COLIN copies column c's activation block (cols[c] at BX, vnniCol:
+// xl, xh, c4, dx, y at +0..+32).
+#define Q4COLIN(c) \
+	MOVQ    ((c)*40)(BX), AX;    \
+	COPY4(AX, Q4XL(c));          \
+	MOVQ    ((c)*40+8)(BX), AX;  \
+	COPY4(AX, Q4XH(c));          \
+	MOVQ    ((c)*40+16)(BX), AX; \
+	COPY4(AX, Q4C4(c));          \
+	MOVQ    ((c)*40+24)(BX), AX; \
+	VMOVUPS (AX), Y0;            \
+	VMOVUPS Y0, Q4DX(c)(SP)
+
+// ROWDW puts the row's f16 scales at SI, as floats, into Y6: one
+// VCVTPH2PS for a full row (R8 = 8 groups), else one scale at a time
+// through the zeroed slot at 160(SP). Clobbers AX, DX.
+#define ROWDW(part, pel, done) \
+	CMPQ      R8, $8;           \
+	JNE       part;             \
+	VCVTPH2PS (SI), Y6;         \
+	JMP       done;             \
+part: \
+	XORQ      DX, DX;           \
+pel: \
+	MOVWLZX   (SI)(DX*2), AX;   \
+	VMOVD     AX, X6;           \
+	VCVTPH2PS X6, X6;           \
+	VMOVSS    X6, 160(SP)(DX*4); \
+	INCQ      DX;               \
+	CMPQ      DX, R8;           \
+	JLT       pel;              \
+	VMOVUPS   160(SP), Y6;      \
+done:
+
+// YOUT adds the four accumulators' horizontal sums (Y0..Y3, columns
+// 0..3) into each column's y at row offset R9. Clobbers R12, X1, X2.
+#define YOUT \
+	VHADDPS      Y1, Y0, Y0;        \
+	VHADDPS      Y3, Y2, Y2;        \
+	VHADDPS      Y2, Y0, Y0;        \
+	VEXTRACTF128 $1, Y0, X1;        \
+	VADDPS       X1, X0, X0;        \
+	MOVQ         32(BX), R12;       \
+	VADDSS       (R12)(R9*1), X0, X1; \
+	VMOVSS       X1, (R12)(R9*1);   \
+	VMOVSHDUP    X0, X2;            \
+	MOVQ         72(BX), R12;       \
+	VADDSS       (R12)(R9*1), X2, X1; \
+	VMOVSS       X1, (R12)(R9*1);   \
+	VMOVHLPS     X0, X0, X2;        \
+	MOVQ         112(BX), R12;      \
+	VADDSS       (R12)(R9*1), X2, X1; \
+	VMOVSS       X1, (R12)(R9*1);   \
+	VPERMILPS    $0xff, X0, X2;     \
+	MOVQ         152(BX), R12;      \
+	VADDSS       (R12)(R9*1), X2, X1; \
+	VMOVSS       X1, (R12)(R9*1)
+
+// Q4COL adds the unpacked group pair (Y4 low, Y5 high nibbles) times
+// column c's activation pair (offset R11) into acc.
+#define Q4COL(c, acc) \
+	VPMADDUBSW  Q4XL(c)(SP)(R11*1), Y4, Y8; \
+	VPMADDUBSW  Q4XH(c)(SP)(R11*1), Y5, Y9; \
+	VPADDW      Y9, Y8, Y8;                 \
+	VPMADDWD    Y14, Y8, Y8;                \
+	VPADDD      Q4C4(c)(SP)(R11*1), Y8, Y8; \
+	VCVTDQ2PS   Y8, Y8;                     \
+	VPERMPS     ((c)*32)(SP)(AX*1), Y13, Y9; \
+	VFMADD231PS Y9, Y8, acc
+
+// func q4avx2i8x4(sc, data *byte, rows, groups int, cols *[4]vnniCol)
+TEXT ·q4avx2i8x4(SB), $1856-40
+	MOVQ         sc+0(FP), SI
+	MOVQ         data+8(FP), DI
+	MOVQ         rows+16(FP), CX
+	MOVQ         groups+24(FP), R8
+	MOVQ         cols+32(FP), BX
+	Q4COLIN(0)
+	Q4COLIN(1)
+	Q4COLIN(2)
+	Q4COLIN(3)
+	MOVL         $0x0f0f0f0f, AX
+	VMOVD        AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL         $0x00010001, AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, Y14
+	VMOVDQU      i8lanes4<>(SB), Y13
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 128(SP)
+	VMOVUPS      Y0, 160(SP)
+	XORQ         R9, R9
+
+q4x4row:
+	ROWDW(q4x4dwp, q4x4dwe, q4x4dwd)
+	VMULPS  Q4DX(0)(SP), Y6, Y7
+	VMOVUPS Y7, 0(SP)
+	VMULPS  Q4DX(1)(SP), Y6, Y7
+	VMOVUPS Y7, 32(SP)
+	VMULPS  Q4DX(2)(SP), Y6, Y7
+	VMOVUPS Y7, 64(SP)
+	VMULPS  Q4DX(3)(SP), Y6, Y7
+	VMOVUPS Y7, 96(SP)
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	XORQ    R11, R11
+	XORQ    AX, AX
+	MOVQ    R8, DX
+	CMPQ    DX, $2
+	JLT     q4x4odd
+
+q4x4pair:
+	VMOVDQU (DI), Y4
+	ADDQ    $32, DI
+
+q4x4step:
+	VPSRLW  $4, Y4, Y5
+	VPAND   Y15, Y4, Y4
+	VPAND   Y15, Y5, Y5
+	Q4COL(0, Y0)
+	Q4COL(1, Y1)
+	Q4COL(2, Y2)
+	Q4COL(3, Y3)
+	ADDQ    $32, R11
+	ADDQ    $8, AX
+	SUBQ    $2, DX
+	CMPQ    DX, $2
+	JGE     q4x4pair
+
+q4x4odd:
+	TESTQ   DX, DX
+	JLE     q4x4sum
+	VMOVDQU (DI), X4           // one group; the upper lane is zeroed
+	ADDQ    $16, DI
+	JMP     q4x4step
+
+q4x4sum:
+	YOUT
+	LEAQ (SI)(R8*2), SI
+	ADDQ $4, R9
+	DECQ CX
+	JNZ  q4x4row
+	VZEROUPPER
+	RET
+
+DATA i8lanes4<>+0(SB)/4, $0
+DATA i8lanes4<>+4(SB)/4, $0
+DATA i8lanes4<>+8(SB)/4, $0
+DATA i8lanes4<>+12(SB)/4, $0
+DATA i8lanes4<>+16(SB)/4, $1
+DATA i8lanes4<>+20(SB)/4, $1
+DATA i8lanes4<>+24(SB)/4, $1
+DATA i8lanes4<>+28(SB)/4, $1
+GLOBL i8lanes4<>(SB), RODATA|NOPTR, $32
+
+// Frame (q8avx2i8x4): column c's row scales at c·32, the row's own at
+// 160, its x8 block and dx at 192 + c·288 (+0, +256).
+#define Q8X(c) (192+(c)*288)
+#define Q8DX(c) (192+(c)*288+256)
+
+#define Q8COLIN(c) \
+	MOVQ    ((c)*40)(BX), AX;    \
+	COPY4(AX, Q8X(c));           \
+	ADDQ    $128, AX;            \
+	COPY4(AX, Q8X(c)+128);       \
+	MOVQ    ((c)*40+24)(BX), AX; \
+	VMOVUPS (AX), Y0;            \
+	VMOVUPS Y0, Q8DX(c)(SP)
+
+// Q8COL adds the row's group (Y4 weights, Y5 their magnitudes) times
+// column c's activation group (offset R11) into acc.
+#define Q8COL(c, acc) \
+	VMOVDQU      Q8X(c)(SP)(R11*1), Y8;  \
+	VPSIGNB      Y4, Y8, Y8;             \
+	VPMADDUBSW   Y8, Y5, Y8;             \
+	VPMADDWD     Y14, Y8, Y8;            \
+	VCVTDQ2PS    Y8, Y8;                 \
+	VBROADCASTSS ((c)*32)(SP)(AX*1), Y9; \
+	VFMADD231PS  Y9, Y8, acc
+
+// func q8avx2i8x4(sc, data *byte, rows, groups int, cols *[4]vnniCol)
+//
+// cols[c].xl is column c's x8 (natural order) here; xh and c4 are unused.
+TEXT ·q8avx2i8x4(SB), $1344-40
+	MOVQ         sc+0(FP), SI
+	MOVQ         data+8(FP), DI
+	MOVQ         rows+16(FP), CX
+	MOVQ         groups+24(FP), R8
+	MOVQ         cols+32(FP), BX
+	Q8COLIN(0)
+	Q8COLIN(1)
+	Q8COLIN(2)
+	Q8COLIN(3)
+	MOVL         $0x00010001, AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, Y14
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 160(SP)
+	XORQ         R9, R9
+
+q8x4row:
+	ROWDW(q8x4dwp, q8x4dwe, q8x4dwd)
+	VMULPS  Q8DX(0)(SP), Y6, Y7
+	VMOVUPS Y7, 0(SP)
+	VMULPS  Q8DX(1)(SP), Y6, Y7
+	VMOVUPS Y7, 32(SP)
+	VMULPS  Q8DX(2)(SP), Y6, Y7
+	VMOVUPS Y7, 64(SP)
+	VMULPS  Q8DX(3)(SP), Y6, Y7
+	VMOVUPS Y7, 96(SP)
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	XORQ    R11, R11
+	XORQ    AX, AX
+	MOVQ    R8, DX
+
+q8x4grp:
+	VMOVDQU (DI), Y4
+	VPABSB  Y4, Y5
+	Q8COL(0, Y0)
+	Q8COL(1, Y1)
+	Q8COL(2, Y2)
+	Q8COL(3, Y3)
+	ADDQ    $32, DI
+	ADDQ    $32, R11
+	ADDQ    $4, AX
+	DECQ    DX
+	JNZ     q8x4grp
+
+	YOUT
+	LEAQ (SI)(R8*2), SI
+	ADDQ $4, R9
+	DECQ CX
+	JNZ  q8x4row
+	VZEROUPPER
+	RET
