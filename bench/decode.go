@@ -46,17 +46,32 @@ type Result struct {
 	Runs          []float64 `json:"runs_tok_s"`
 	DecodeTokS    float64   `json:"decode_tok_s"`
 	BytesPerToken float64   `json:"bytes_per_token"`
-	GBs           float64   `json:"gb_s"`
-	RooflineGBs   float64   `json:"roofline_gb_s"`
-	RooflineTokS  float64   `json:"roofline_tok_s"`
-	RooflineFrac  float64   `json:"roofline_fraction"`
-	ProbeRuns     []float64 `json:"probe_runs_gb_s"`
+	// StreamBytes splits BytesPerToken by stream (attention, dense FFN,
+	// router, the experts actually read, the embedding row, the LM head),
+	// so a MoE benchmark shows what conditional expert loading reads.
+	StreamBytes  StreamBytesPerToken `json:"stream_bytes_per_token"`
+	GBs          float64             `json:"gb_s"`
+	RooflineGBs  float64             `json:"roofline_gb_s"`
+	RooflineTokS float64             `json:"roofline_tok_s"`
+	RooflineFrac float64             `json:"roofline_fraction"`
+	ProbeRuns    []float64           `json:"probe_runs_gb_s"`
 	// Prompt processing (Config.Prompt > 0): tokens per second of a prompt
 	// of PromptTokens tokens from an empty cache, median over runs.
 	PromptTokens int       `json:"prompt_tokens,omitempty"`
 	PromptRuns   []float64 `json:"prompt_runs_tok_s,omitempty"`
 	PromptTokS   float64   `json:"prompt_tok_s,omitempty"`
 	Batch        int       `json:"prompt_batch,omitempty"`
+}
+
+// StreamBytesPerToken is weight bytes read per decoded token by stream, from
+// the engine's counters over the timed runs.
+type StreamBytesPerToken struct {
+	Attn    float64 `json:"attn"`
+	Dense   float64 `json:"dense"`
+	Router  float64 `json:"router"`
+	Experts float64 `json:"experts"`
+	Embed   float64 `json:"embed"`
+	LMHead  float64 `json:"lm_head"`
 }
 
 // Run benchmarks decode of m: like llama-bench's tg test, each run starts
@@ -177,7 +192,12 @@ func decodeRuns(e *runtime.Engine, cfg Config, r *Result, decode func(n int) err
 	}
 	after := e.Stats()
 	r.DecodeTokS = median(r.Runs)
-	r.BytesPerToken = float64(after.Total.Sum()-before.Total.Sum()) / float64(after.Tokens-before.Tokens)
+	n := float64(after.Tokens - before.Tokens)
+	r.BytesPerToken = float64(after.Total.Sum()-before.Total.Sum()) / n
+	a, b := after.Total, before.Total
+	r.StreamBytes = StreamBytesPerToken{Attn: float64(a.Attn-b.Attn) / n, Dense: float64(a.Dense-b.Dense) / n,
+		Router: float64(a.Router-b.Router) / n, Experts: float64(a.Experts-b.Experts) / n,
+		Embed: float64(a.Embed-b.Embed) / n, LMHead: float64(a.LMHead-b.LMHead) / n}
 	r.GBs = r.DecodeTokS * r.BytesPerToken / 1e9
 	return nil
 }

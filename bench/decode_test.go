@@ -13,7 +13,8 @@ import (
 // Run's bytes per token must be exactly the weights a dense llama token
 // reads, computed here from the tiles the generator wrote (not from the
 // runtime): every matrix tile outside the embedding, plus one embedding
-// row. Its derived figures must follow from the measured ones.
+// row, and split by stream the same way (attention, dense, embedding row,
+// LM head). Its derived figures must follow from the measured ones.
 func TestRunAccountsBytesPerToken(t *testing.T) {
 	h := cflowfmt.Header{Version: cflowfmt.Version, HiddenSize: 96, IntermediateSize: 200, VocabSize: 300,
 		NumLayers: 2, MaxSeqLen: 32, NumHeads: 4, NumKVHeads: 2, HeadDim: 24, TileRows: 64, TileCols: 96,
@@ -26,16 +27,28 @@ func TestRunAccountsBytesPerToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want int64
+	var by StreamBytesPerToken
 	for _, tl := range written {
+		n := int64(cflowfmt.TileSize(tl.T.Type, tl.T.Rows, tl.T.Cols))
 		switch m := tl.TH.Matrix; {
 		case m.IsNorm():
+			n = 0
 		case m == cflowfmt.MatEmbed:
+			n = 0
 			if tl.TH.RowOffset == 0 {
-				want += int64(tl.T.Type.ScaleBytes(1, tl.T.Cols) + tl.T.Type.DataBytes(1, tl.T.Cols))
+				n = int64(tl.T.Type.ScaleBytes(1, tl.T.Cols) + tl.T.Type.DataBytes(1, tl.T.Cols))
+				by.Embed += float64(n)
 			}
+		case m <= cflowfmt.MatO:
+			by.Attn += float64(n)
+		case m <= cflowfmt.MatDown:
+			by.Dense += float64(n)
+		case m == cflowfmt.MatLMHead:
+			by.LMHead += float64(n)
 		default:
-			want += int64(cflowfmt.TileSize(tl.T.Type, tl.T.Rows, tl.T.Cols))
+			t.Fatalf("unexpected tile %+v in a dense model", tl.TH)
 		}
+		want += n
 	}
 	f, err := cflowfmt.Open(path)
 	if err != nil {
@@ -48,6 +61,9 @@ func TestRunAccountsBytesPerToken(t *testing.T) {
 	}
 	if r.BytesPerToken != float64(want) {
 		t.Errorf("bytes per token %v, want %d", r.BytesPerToken, want)
+	}
+	if r.StreamBytes != by || by.Attn == 0 || by.Dense == 0 || by.LMHead == 0 {
+		t.Errorf("bytes per token by stream %+v, want %+v", r.StreamBytes, by)
 	}
 	if len(r.Runs) != 3 || r.DecodeTokS != median(r.Runs) || r.DecodeTokS <= 0 {
 		t.Errorf("runs %v, median %v", r.Runs, r.DecodeTokS)

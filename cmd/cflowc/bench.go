@@ -120,7 +120,9 @@ func runBench(c *cli.Context) error {
 	}
 	if r.Tokens > 0 {
 		fmt.Printf("decode (tg%d) %8.2f tok/s (median; runs %s)\n", r.Tokens, r.DecodeTokS, benchList(r.Runs))
-		fmt.Printf("weights read  %8.1f MB/token\n", r.BytesPerToken/1e6)
+		sb := r.StreamBytes
+		fmt.Printf("weights read  %8.1f MB/token (attention %.1f, dense %.1f, router %.1f, experts %.1f, embedding %.3f, LM head %.1f)\n",
+			r.BytesPerToken/1e6, sb.Attn/1e6, sb.Dense/1e6, sb.Router/1e6, sb.Experts/1e6, sb.Embed/1e6, sb.LMHead/1e6)
 		fmt.Printf("effective     %8.2f GB/s\n", r.GBs)
 	}
 	fmt.Printf("read probe    %8.2f GB/s (median; passes %s)\n", r.RooflineGBs, benchList(r.ProbeRuns))
