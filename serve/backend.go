@@ -6,28 +6,35 @@ import (
 )
 
 // backend runs the model for the scheduler: slots sequences, each with its
-// own KV cache. It is used from the scheduler's goroutine only. step
-// advances every listed slot by one token in one tick (batched: one pass
-// over the weights for all of them); tests wrap it to hold the scheduler.
+// own KV cache. It is used from the scheduler's goroutine only. feed
+// advances every listed slot in one tick — decode tokens and new prompts'
+// chunks together, one pass over the weights for all of them (batched);
+// tests wrap it to hold the scheduler.
 type backend interface {
 	reset(slot int)
-	// prefill feeds toks to slot and returns the logits after the last.
-	prefill(slot int, toks []int) ([]float32, error)
-	// step feeds toks[i] to slots[i] and returns each slot's logits (valid
-	// until that slot's next call) or its error.
-	step(slots, toks []int) ([][]float32, []error)
+	// feed feeds each fs[i].toks to slot fs[i].slot and returns the
+	// logits after its last token (nil unless fs[i].logits; valid until
+	// that slot's next call) or its error.
+	feed(fs []slotFeed) ([][]float32, []error)
 	close()
 }
 
+// slotFeed is one slot's tokens in a tick: its next decode token, or a
+// chunk of its prompt (logits only after the prompt's last chunk).
+type slotFeed struct {
+	slot   int
+	toks   []int
+	logits bool
+}
+
 // batched is the backend of one runtime.Engine with one runtime.Sequence
-// (its own KV cache) per slot: a tick's decode tokens go through
-// Engine.StepBatch, one pass over the weight tiles for every active
-// sequence, and a new prompt through PrefillSequence (batched prefill).
+// (its own KV cache) per slot: a tick's feeds go through Engine.StepFeeds,
+// one pass over the weight tiles for every decode token and prompt chunk.
 // Each sequence's logits are bit-identical to what Step gives it alone.
 type batched struct {
 	e    *runtime.Engine
 	seqs []*runtime.Sequence
-	qs   []*runtime.Sequence
+	fs   []runtime.Feed
 	out  [][]float32
 	errs []error
 }
@@ -46,25 +53,21 @@ func newBatched(m *cflowfmt.Model, slots int, opt runtime.Options) (*batched, er
 
 func (b *batched) reset(slot int) { b.seqs[slot].Reset() }
 
-func (b *batched) prefill(slot int, toks []int) ([]float32, error) {
-	return b.e.PrefillSequence(b.seqs[slot], toks, nil)
-}
-
-func (b *batched) step(slots, toks []int) ([][]float32, []error) {
-	b.qs, b.errs = b.qs[:0], b.errs[:0]
-	for _, s := range slots {
-		b.qs = append(b.qs, b.seqs[s])
+func (b *batched) feed(fs []slotFeed) ([][]float32, []error) {
+	b.fs, b.errs = b.fs[:0], b.errs[:0]
+	for _, f := range fs {
+		b.fs = append(b.fs, runtime.Feed{Seq: b.seqs[f.slot], Toks: f.toks, Logits: f.logits})
 		b.errs = append(b.errs, nil)
 	}
-	out, err := b.e.StepBatch(b.qs, toks)
+	out, err := b.e.StepFeeds(b.fs)
 	if err == nil {
 		return out, b.errs
 	}
-	// A refused or failed batch feeds nothing: step each slot alone to
+	// A refused or failed tick feeds nothing: feed each slot alone to
 	// tell the failing sequence from the others.
 	b.out = b.out[:0]
-	for i, q := range b.qs {
-		l, err := b.e.StepBatch([]*runtime.Sequence{q}, toks[i:i+1])
+	for i := range b.fs {
+		l, err := b.e.StepFeeds(b.fs[i : i+1])
 		if err != nil {
 			b.out, b.errs[i] = append(b.out, nil), err
 			continue

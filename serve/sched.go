@@ -1,8 +1,10 @@
 package serve
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -10,9 +12,15 @@ import (
 	"github.com/cflow-dev/cflow/runtime"
 )
 
-// prefillChunk bounds the prompt tokens one slot feeds per tick, so a long
-// prompt delays the other sequences' next tokens by at most this much.
-const prefillChunk = 64
+// tickColumns bounds the tokens one tick feeds (decode tokens and prompt
+// chunks together: one pass over the weights), so a long prompt delays the
+// decoding sequences' next tokens by at most one such pass. It is the
+// runtime's batch: each weight tile is read once for all of them.
+const tickColumns = runtime.MaxBatch
+
+// minChunk is the prompt tokens a tick feeds even when decode tokens fill
+// tickColumns (more slots than columns), so prompts still progress.
+const minChunk = 8
 
 // job is one admitted request: its sequence, the request's context (a
 // client that goes away cancels it) and the outbox the handler reads.
@@ -64,25 +72,31 @@ func (o *outbox) take(buf []generate.Token) ([]generate.Token, bool, error) {
 	return buf, o.done, o.err
 }
 
-// slot is an admitted job and how much of its prompt is fed.
+// slot is an admitted job, how much of its prompt is fed, when it was
+// admitted (prompts are fed first come, first served) and its decode
+// token's buffer.
 type slot struct {
-	j   *job
-	fed int
+	j     *job
+	fed   int
+	order uint64
+	tok   [1]int
 }
 
 // scheduler is the one goroutine that owns the backend: between ticks it
-// admits queued jobs into free slots; each tick feeds a chunk of every
-// new prompt and steps every decoding sequence by one token, all in one
-// backend.step call.
+// admits queued jobs into free slots; each tick steps every decoding
+// sequence by one token and feeds chunks of new prompts, all in one
+// backend.feed call (one pass over the weights), back to back.
 type scheduler struct {
-	be    backend
-	in    chan *job
-	slots []*slot
-	busy  atomic.Int32
-	stop  chan struct{}
-	done  chan struct{}
-	// scratch for step
-	ids, toks []int
+	be       backend
+	in       chan *job
+	slots    []*slot
+	busy     atomic.Int32
+	stop     chan struct{}
+	done     chan struct{}
+	admitted uint64
+	// scratch for tick
+	feeds   []slotFeed
+	filling []int
 }
 
 func newScheduler(be backend, parallel, queue int) *scheduler {
@@ -148,17 +162,20 @@ func (s *scheduler) admit() bool {
 				continue
 			}
 			s.be.reset(i)
-			s.slots[i] = &slot{j: j}
+			s.admitted++
+			s.slots[i] = &slot{j: j, order: s.admitted}
 			s.busy.Add(1)
 		}
 	}
 	return true
 }
 
-// tick advances every busy slot: a prompt chunk for slots still
-// prefilling, one token for the others (together, in one step).
+// tick advances every busy slot in one backend.feed — one pass over the
+// weights: one token for each decoding slot, then chunks of the prompts
+// still being fed, in admission order, within tickColumns in all.
 func (s *scheduler) tick() {
-	s.ids, s.toks = s.ids[:0], s.toks[:0]
+	s.feeds, s.filling = s.feeds[:0], s.filling[:0]
+	budget := tickColumns
 	for i, sl := range s.slots {
 		if sl == nil {
 			continue
@@ -167,33 +184,46 @@ func (s *scheduler) tick() {
 			s.end(i, err)
 			continue
 		}
-		if p := sl.j.seq.Prompt(); sl.fed < len(p) {
-			chunk := p[sl.fed:min(sl.fed+prefillChunk, len(p))]
-			logits, err := s.be.prefill(i, chunk)
-			if err != nil {
-				s.end(i, err)
-				continue
-			}
-			if sl.fed += len(chunk); sl.fed == len(p) {
-				s.deliver(i, sl.j.seq.Next(logits))
-			}
+		if sl.fed < len(sl.j.seq.Prompt()) {
+			s.filling = append(s.filling, i)
 			continue
 		}
-		s.ids, s.toks = append(s.ids, i), append(s.toks, sl.j.seq.Last())
+		sl.tok[0] = sl.j.seq.Last()
+		s.feeds = append(s.feeds, slotFeed{slot: i, toks: sl.tok[:], logits: true})
+		budget--
 	}
-	if len(s.ids) == 0 {
+	decoding := len(s.feeds)
+	slices.SortFunc(s.filling, func(a, b int) int { return cmp.Compare(s.slots[a].order, s.slots[b].order) })
+	for _, i := range s.filling {
+		sl := s.slots[i]
+		p := sl.j.seq.Prompt()
+		room := budget
+		if room < minChunk && budget == tickColumns-decoding {
+			room = minChunk // no prompt fed yet this tick
+		}
+		if n := min(len(p)-sl.fed, room); n > 0 {
+			s.feeds = append(s.feeds, slotFeed{slot: i, toks: p[sl.fed : sl.fed+n], logits: sl.fed+n == len(p)})
+			budget -= n
+		}
+	}
+	if len(s.feeds) == 0 {
 		return
 	}
-	logits, errs := s.be.step(s.ids, s.toks)
-	for k, i := range s.ids {
-		seq := s.slots[i].j.seq
+	logits, errs := s.be.feed(s.feeds)
+	for k, f := range s.feeds {
+		sl := s.slots[f.slot]
+		seq := sl.j.seq
 		switch err := errs[k]; {
-		case errors.Is(err, runtime.ErrContextFull):
-			s.deliver(i, seq.Cut("context full"))
+		case errors.Is(err, runtime.ErrContextFull) && sl.fed == len(seq.Prompt()):
+			s.deliver(f.slot, seq.Cut("context full"))
 		case err != nil:
-			s.end(i, err)
+			s.end(f.slot, err)
+		case sl.fed < len(seq.Prompt()):
+			if sl.fed += len(f.toks); f.logits {
+				s.deliver(f.slot, seq.Next(logits[k]))
+			}
 		default:
-			s.deliver(i, seq.Next(logits[k]))
+			s.deliver(f.slot, seq.Next(logits[k]))
 		}
 	}
 }

@@ -182,14 +182,9 @@ func (g *gate) wait() {
 	time.Sleep(time.Duration(g.delay.Load()))
 }
 
-func (g *gate) prefill(slot int, toks []int) ([]float32, error) {
+func (g *gate) feed(fs []slotFeed) ([][]float32, []error) {
 	g.wait()
-	return g.backend.prefill(slot, toks)
-}
-
-func (g *gate) step(slots, toks []int) ([][]float32, []error) {
-	g.wait()
-	return g.backend.step(slots, toks)
+	return g.backend.feed(fs)
 }
 
 // until polls cond for up to 10 s.
