@@ -130,6 +130,7 @@ func parseTokenizerJSON(data []byte, cfg *Config) (*parsed, error) {
 		return nil, err
 	}
 	if cfg != nil {
+		p.pipe.CleanUpSpaces = cfg.CleanUpSpaces
 		if cfg.AddBOS != nil {
 			p.pipe.Prefix = nil
 			if id := p.v.find(cfg.BOSToken); *cfg.AddBOS && cfg.BOSToken != "" && id >= 0 {

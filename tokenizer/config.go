@@ -6,7 +6,8 @@ import (
 )
 
 // Config is what cflow takes from tokenizer_config.json: the BOS/EOS
-// token texts, whether encode adds them, and the chat template.
+// token texts, whether encode adds them, the chat template, and whether
+// decoding cleans up spaces.
 type Config struct {
 	BOSToken string
 	EOSToken string
@@ -14,6 +15,13 @@ type Config struct {
 	// post-processor in tokenizer.json then decides).
 	AddBOS, AddEOS *bool
 	ChatTemplate   string
+	// CleanUpSpaces is clean_up_tokenization_spaces: decoded text gets
+	// transformers' clean_up_tokenization (" ." → ".", " 's" → "'s", …).
+	// Only an explicit true turns it on: a missing key is taken as true
+	// by transformers.js and as true or false by transformers depending on
+	// its version, and the tokenizers compared against the reference all
+	// set it.
+	CleanUpSpaces bool
 }
 
 // ParseConfig reads tokenizer_config.json. Token entries may be strings
@@ -26,11 +34,12 @@ func ParseConfig(data []byte) (*Config, error) {
 		AddBOS       *bool           `json:"add_bos_token"`
 		AddEOS       *bool           `json:"add_eos_token"`
 		ChatTemplate json.RawMessage `json:"chat_template"`
+		CleanUp      *bool           `json:"clean_up_tokenization_spaces"`
 	}
 	if err := json.Unmarshal(data, &j); err != nil {
 		return nil, fmt.Errorf("tokenizer_config.json: %w", err)
 	}
-	c := &Config{AddBOS: j.AddBOS, AddEOS: j.AddEOS}
+	c := &Config{AddBOS: j.AddBOS, AddEOS: j.AddEOS, CleanUpSpaces: j.CleanUp != nil && *j.CleanUp}
 	var err error
 	if c.BOSToken, err = tokenText(j.BOS); err != nil {
 		return nil, fmt.Errorf("tokenizer_config.json: bos_token: %w", err)

@@ -20,6 +20,7 @@ type HF struct {
 	byteLevel bool
 	added     *addedMatcher
 	addedByID map[int]addedToken
+	addedText map[string]bool // added tokens' contents (ByteLevel decoding keeps them as written)
 	dec       []decodeStep
 	bos, eos  int
 	addBOS    bool
@@ -44,11 +45,14 @@ type pipeline struct {
 	FuseUnk      bool  `json:"fuse_unk"`
 	ByteFallback bool  `json:"byte_fallback"`
 	IgnoreMerges bool  `json:"ignore_merges"`
+	// CleanUpSpaces is tokenizer_config.json's clean_up_tokenization_spaces:
+	// Decode then applies transformers' clean_up_tokenization.
+	CleanUpSpaces bool `json:"clean_up_spaces,omitempty"`
 }
 
 // newHF builds the runtime tokenizer from its pipeline and tables.
 func newHF(p pipeline, v *vocab, m *merges, bos, eos int) (*HF, error) {
-	t := &HF{pipe: p, v: v, bos: bos, eos: eos, addedByID: map[int]addedToken{}, addBOS: len(p.Prefix) > 0}
+	t := &HF{pipe: p, v: v, bos: bos, eos: eos, addedByID: map[int]addedToken{}, addedText: map[string]bool{}, addBOS: len(p.Prefix) > 0}
 	t.model = bpe{v: v, m: m, unk: p.Unk, fuseUnk: p.FuseUnk, byteFallback: p.ByteFallback, ignoreMerges: p.IgnoreMerges}
 	t.model.init()
 	var err error
@@ -66,6 +70,7 @@ func newHF(p pipeline, v *vocab, m *merges, bos, eos int) (*HF, error) {
 			return nil, fmt.Errorf("tokenizer: added token %q has id %d outside the vocabulary of %d", a.Content, a.ID, v.size())
 		}
 		t.addedByID[a.ID] = a
+		t.addedText[a.Content] = true
 	}
 	var raw, normed []addedToken
 	for _, a := range p.AddedTokens {
@@ -186,10 +191,12 @@ func (t *HF) IsSpecial(id int) bool { return t.addedByID[id].Special && t.addedB
 // TokenID returns the id of a piece or added token's text, −1 when none.
 func (t *HF) TokenID(s string) int { return t.v.find(s) }
 
-// Decode turns ids into text with the decoder chain, as the tokenizers
-// library's decode(ids, skip_special_tokens). Bytes from byte pieces are
-// kept as they are (invalid UTF-8 is not replaced), so decoding what
-// Encode produced gives the input back.
+// Decode turns ids into text with the decoder chain, as the reference
+// (transformers.js) decodes: bytes from byte pieces become UTF-8 text, an
+// ill-formed stretch one U+FFFD (utf8Text; so a character cut between
+// tokens shows as U+FFFD, as it does there), and transformers'
+// clean_up_tokenization follows when tokenizer_config.json asks for it.
+// Streaming goes through Piece, which keeps the raw bytes.
 func (t *HF) Decode(ids []int, skipSpecial bool) (string, error) {
 	toks := make([]string, 0, len(ids))
 	for _, id := range ids {
@@ -201,23 +208,31 @@ func (t *HF) Decode(ids []int, skipSpecial bool) (string, error) {
 		}
 		toks = append(toks, t.v.piece(id))
 	}
+	c := decodeCtx{first: true, text: true, added: t.isAddedText}
 	for _, d := range t.dec {
-		toks = d(toks, true)
+		toks = d(toks, c)
 	}
-	return strings.Join(toks, ""), nil
+	s := strings.Join(toks, "")
+	if t.pipe.CleanUpSpaces {
+		s = cleanUpSpaces(s)
+	}
+	return s, nil
 }
 
-// Piece implements Tokenizer for streaming: id's text when it follows
+func (t *HF) isAddedText(s string) bool { return t.addedText[s] }
+
+// Piece implements Tokenizer for streaming: id's bytes when it follows
 // prev (−1 or a special token: id starts the output, so a leading space
-// the decoder strips is stripped). Special tokens give nothing.
+// the decoder strips is stripped), possibly part of a UTF-8 character.
+// Special tokens give nothing.
 func (t *HF) Piece(prev, id int) []byte {
 	if id < 0 || id >= t.v.size() || t.IsSpecial(id) {
 		return nil
 	}
-	first := prev < 0 || prev >= t.v.size() || t.IsSpecial(prev)
+	c := decodeCtx{first: prev < 0 || prev >= t.v.size() || t.IsSpecial(prev), added: t.isAddedText}
 	toks := []string{t.v.piece(id)}
 	for _, d := range t.dec {
-		toks = d(toks, first)
+		toks = d(toks, c)
 	}
 	return []byte(strings.Join(toks, ""))
 }

@@ -83,15 +83,29 @@ func refTokenizer(t testing.TB, model string) *HF {
 }
 
 type refAnswer struct {
-	Plain   [][]int  `json:"plain"`
-	Special [][]int  `json:"special"`
-	Decoded []string `json:"decoded"`
+	Plain   [][]int     `json:"plain"`
+	Special [][]int     `json:"special"`
+	Decoded []string    `json:"decoded"`
+	UTF8    [][2]string `json:"utf8"`
 }
 
 // runRef asks node for the reference's ids of texts and decodings of ids.
 func runRef(t testing.TB, model string, texts []string, ids [][]int) refAnswer {
 	t.Helper()
-	req, err := json.Marshal(map[string]any{"model": model, "texts": texts, "ids": ids})
+	return runRefBytes(t, model, texts, ids, nil)
+}
+
+// runRefBytes also asks for TextDecoder's text of byte strings.
+func runRefBytes(t testing.TB, model string, texts []string, ids [][]int, raw [][]byte) refAnswer {
+	t.Helper()
+	bs := make([][]int, len(raw)) // JSON arrays of numbers, not base64
+	for i, b := range raw {
+		bs[i] = []int{}
+		for _, c := range b {
+			bs[i] = append(bs[i], int(c))
+		}
+	}
+	req, err := json.Marshal(map[string]any{"model": model, "texts": texts, "ids": ids, "bytes": bs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,12 +220,6 @@ func TestReferenceIDs(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if model == "llama3" {
-					// Its tokenizer_config.json sets clean_up_tokenization_spaces,
-					// transformers' post-decode cosmetic (" !" → "!"), which
-					// the tokenizers library's decode (cflow's) does not do.
-					dec = cleanUpSpaces(dec)
-				}
 				if dec != ref.Decoded[i] {
 					t.Errorf("%s: decode of text %d: got %q want %q", model, i, dec, ref.Decoded[i])
 				}
@@ -224,18 +232,13 @@ func TestReferenceIDs(t *testing.T) {
 }
 
 // TestRoundTrip: decode(encode(x)) == x for every corpus text without
-// special tokens, and for raw random bytes (not valid UTF-8), which the
-// byte-level and byte-fallback models must carry exactly.
+// special tokens (Decode: valid UTF-8, and no clean-up of spaces asked
+// for, which is lossy by design), and streaming pieces concatenate to x
+// exactly, raw random bytes (not valid UTF-8) included, which the
+// byte-level and byte-fallback models must carry.
 func TestRoundTrip(t *testing.T) {
 	texts := corpus()
-	rng := rand.New(rand.NewPCG(7, 7))
-	for k := 0; k < 20; k++ {
-		raw := make([]byte, 1+rng.IntN(100))
-		for i := range raw {
-			raw[i] = byte(rng.IntN(256))
-		}
-		texts = append(texts, string(raw))
-	}
+	texts = append(texts, randomByteTexts()...)
 	for _, model := range refModels {
 		tk := refTokenizer(t, model)
 		for i, s := range texts {
@@ -243,18 +246,15 @@ func TestRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: Encode: %v", model, err)
 			}
-			dec, err := tk.Decode(ids, false)
-			if err != nil {
-				t.Fatal(err)
-			}
 			want := s
 			if model == "qwen3" {
 				want = norm.NFC.String(s) // its normalizer; decoding cannot undo it
 			}
-			if dec != want {
-				t.Errorf("%s: text %d (valid UTF-8 %v): decode(encode(x)) = %q, want %q", model, i, utf8.ValidString(s), dec, want)
+			if utf8.ValidString(s) && !tk.pipe.CleanUpSpaces {
+				if dec, err := tk.Decode(ids, false); err != nil || dec != want {
+					t.Errorf("%s: text %d: decode(encode(x)) = %q (%v), want %q", model, i, dec, err, want)
+				}
 			}
-			// Streaming pieces concatenate to the same text.
 			var b []byte
 			prev := -1
 			for _, id := range ids {
@@ -262,16 +262,150 @@ func TestRoundTrip(t *testing.T) {
 				prev = id
 			}
 			if string(b) != want {
-				t.Errorf("%s: text %d: pieces give %q, want %q", model, i, b, want)
+				t.Errorf("%s: text %d (valid UTF-8 %v): pieces give %q, want %q", model, i, utf8.ValidString(s), b, want)
 			}
 		}
 	}
 }
 
-// cleanUpSpaces is transformers' clean_up_tokenization.
-func cleanUpSpaces(s string) string {
-	return strings.NewReplacer(" .", ".", " ?", "?", " !", "!", " ,", ",", " ' ", "'",
-		" n't", "n't", " 'm", "'m", " 's", "'s", " 've", "'ve", " 're", "'re").Replace(s)
+// randomByteTexts are raw random bytes, mostly not valid UTF-8.
+func randomByteTexts() []string {
+	rng := rand.New(rand.NewPCG(7, 7))
+	var texts []string
+	for k := 0; k < 20; k++ {
+		raw := make([]byte, 1+rng.IntN(100))
+		for i := range raw {
+			raw[i] = byte(rng.IntN(256))
+		}
+		texts = append(texts, string(raw))
+	}
+	return texts
+}
+
+// byteIDs are the ids that stand for single bytes: "<0xXX>" pieces in
+// byte-fallback vocabularies, the byte-level alphabet's runes otherwise.
+func byteIDs(t *testing.T, tk *HF, b []byte) []int {
+	t.Helper()
+	var ids []int
+	for _, c := range b {
+		id := tk.TokenID(fmt.Sprintf("<0x%02X>", c))
+		if tk.byteLevel || id < 0 {
+			id = tk.TokenID(string(byteRune[c]))
+		}
+		if id < 0 {
+			t.Fatalf("no id for byte %#x", c)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// TestReferenceDecode: Decode gives the reference's text, U+FFFD where it
+// puts one, on the four real tokenizers: the ids of raw random bytes, id
+// lists cut mid-character (prefixes and suffixes of CJK, emoji and random
+// text), byte tokens spelling ill-formed UTF-8 (cut, overlong, surrogate,
+// past U+10FFFF, a BOM) between ordinary and special tokens, and random
+// ids from the whole vocabulary; with tokenizer_config.json's
+// clean_up_tokenization_spaces (Llama 3) applied as it is there.
+func TestReferenceDecode(t *testing.T) {
+	bad := [][]byte{{0xE4, 0xBD}, {0xEF, 0xBB, 0xBF, 'A'}, {'A', 0xEF, 0xBB, 0xBF}, {0xC0, 0x80}, {0xED, 0xA0, 0x80},
+		{0xF4, 0x90, 0x80, 0x80}, {0xF0, 0x9F, 0x98}, {0x80}, {0xE4, 0xBD, 0xA0, 0xE5}, {0xF0, 0x9F, 0x98, 0x80}, {0xE0, 0x80, 0xAF}}
+	cutTexts := []string{"这是一个测试。我们喜欢编程！", "Emoji: 😀🎉👍🏽 👨‍👩‍👧‍👦 ❤️ 🇫🇷 ✨🚀", "Ünïcödé àccents: café ½ Ⅻ", "한국어 문장입니다. ไทย हिन्दी"}
+	for _, model := range refModels {
+		t.Run(model, func(t *testing.T) {
+			tk := refTokenizer(t, model)
+			var lists [][]int
+			for _, s := range randomByteTexts() {
+				ids, err := tk.Encode(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				lists = append(lists, ids)
+			}
+			for _, s := range append(cutTexts, corpus()[26:30]...) {
+				ids, err := tk.Encode(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for k := 1; k < len(ids); k++ {
+					lists = append(lists, ids[:k], ids[k:])
+				}
+			}
+			hello, err := tk.Encode(" hello")
+			if err != nil {
+				t.Fatal(err)
+			}
+			special := -1
+			for id := 0; id < tk.VocabSize() && special < 0; id++ {
+				if tk.IsSpecial(id) {
+					special = id
+				}
+			}
+			for _, b := range bad {
+				ids := byteIDs(t, tk, b)
+				lists = append(lists, ids,
+					append(append(append([]int{}, hello...), ids...), hello...),
+					append(append([]int{special}, ids...), special))
+			}
+			rng := rand.New(rand.NewPCG(16, 2))
+			for k := 0; k < 30; k++ {
+				ids := make([]int, 1+rng.IntN(30))
+				for i := range ids {
+					ids[i] = rng.IntN(tk.VocabSize())
+				}
+				lists = append(lists, ids)
+			}
+			ref := runRef(t, model, nil, lists)
+			wrong := 0
+			for i, ids := range lists {
+				got, err := tk.Decode(ids, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != ref.Decoded[i] {
+					if wrong++; wrong <= 8 {
+						t.Errorf("%s: decode %v:\n got %+q\nwant %+q", model, ids, got, ref.Decoded[i])
+					}
+				}
+			}
+			if wrong > 0 {
+				t.Errorf("%s: %d of %d id lists decode differently", model, wrong, len(lists))
+			}
+		})
+	}
+}
+
+// TestUTF8TextAgainstNode: utf8Text equals the reference's TextDecoder
+// (with and without a BOM dropped) on random bytes biased towards lead and
+// continuation bytes, where the ill-formed cases live.
+func TestUTF8TextAgainstNode(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	var raw [][]byte
+	for k := 0; k < 400; k++ {
+		b := make([]byte, rng.IntN(12))
+		for i := range b {
+			switch rng.IntN(4) {
+			case 0:
+				b[i] = byte(rng.IntN(256))
+			case 1:
+				b[i] = byte(0x80 + rng.IntN(64)) // continuation
+			case 2:
+				b[i] = byte(0xC0 + rng.IntN(64)) // lead (and invalid leads)
+			default:
+				b[i] = []byte{'a', 0xEF, 0xBB, 0xBF, 0xE0, 0xED, 0xF0, 0xF4, 0x9F, 0xA0}[rng.IntN(10)]
+			}
+		}
+		raw = append(raw, b)
+	}
+	ref := runRefBytes(t, "llama2", nil, nil, raw)
+	for i, b := range raw {
+		if got := utf8Text(b, true); got != ref.UTF8[i][0] {
+			t.Errorf("% x: got %+q, TextDecoder %+q", b, got, ref.UTF8[i][0])
+		}
+		if got := utf8Text(b, false); got != ref.UTF8[i][1] {
+			t.Errorf("% x (BOM kept): got %+q, TextDecoder %+q", b, got, ref.UTF8[i][1])
+		}
+	}
 }
 
 // TestSplitSpecial: with SplitSpecial (tokenize --no-special), special

@@ -27,7 +27,8 @@ func init() {
 			"add_generation_prompt, as transformers' apply_chat_template does, and tokenizes the result;\n" +
 			"--json then gives {\"text\": RENDERED, \"ids\": [...], \"bos\": N}.\n" +
 			"--detokenize reads ids (space- or comma-separated, or a JSON list) from --text and prints\n" +
-			"their text, special tokens included.",
+			"their text, special tokens included, as transformers decodes it: a character cut between ids\n" +
+			"shows as U+FFFD, and spaces are cleaned up when tokenizer_config.json says so.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "text", Usage: "text file to tokenize, - for stdin"},
 			&cli.StringFlag{Name: "chat", Usage: "JSON file of chat messages [{\"role\": ..., \"content\": ...}] to render and tokenize"},
