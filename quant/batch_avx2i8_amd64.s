@@ -13,11 +13,13 @@
 // Frame (q4avx2i8x4): per column c, its row scales times its activation
 // scales at c·32 (32 bytes of slack after the last for the shifted
 // VPERMPS loads); the row's own scales at 160 (lanes ≥ groups stay 0);
-// column c's xl, xh, c4 and dx at 192 + c·416 (+0, +128, +256, +384).
+// column c's xl, xh, c4 and dx at 192 + c·416 (+0, +128, +256, +384);
+// its dx in even/odd group order (see f16perm) at 1856 + c·32.
 #define Q4XL(c) (192+(c)*416)
 #define Q4XH(c) (192+(c)*416+128)
 #define Q4C4(c) (192+(c)*416+256)
 #define Q4DX(c) (192+(c)*416+384)
+#define Q4TDX(c) (1856+(c)*32)
 
 // COPY4 copies 128 bytes from src (clobbering Y0..Y3) to off(SP).
 #define COPY4(src, off) \
@@ -100,8 +102,31 @@ done:
 	VPERMPS     ((c)*32)(SP)(AX*1), Y13, Y9; \
 	VFMADD231PS Y9, Y8, acc
 
+// Q4COLT is Q4COL for a full row (pair p unrolled): the scales come from
+// column c's even/odd table t by an in-lane VPERMILPS.
+#define Q4COLT(c, p, t, acc) \
+	VPMADDUBSW  (Q4XL(c)+32*(p))(SP), Y4, Y8; \
+	VPMADDUBSW  (Q4XH(c)+32*(p))(SP), Y5, Y9; \
+	VPADDW      Y9, Y8, Y8;                   \
+	VPMADDWD    Y14, Y8, Y8;                  \
+	VPADDD      (Q4C4(c)+32*(p))(SP), Y8, Y8; \
+	VCVTDQ2PS   Y8, Y8;                       \
+	VPERMILPS   $(0x55*(p)), t, Y9;           \
+	VFMADD231PS Y9, Y8, acc
+
+// Q4PAIRT runs group pair p of a full row against the four columns.
+#define Q4PAIRT(p) \
+	VMOVDQU (32*(p))(DI), Y4;  \
+	VPSRLW  $4, Y4, Y5;        \
+	VPAND   Y15, Y4, Y4;       \
+	VPAND   Y15, Y5, Y5;       \
+	Q4COLT(0, p, Y6, Y0);      \
+	Q4COLT(1, p, Y7, Y1);      \
+	Q4COLT(2, p, Y10, Y2);     \
+	Q4COLT(3, p, Y11, Y3)
+
 // func q4avx2i8x4(sc, data *byte, rows, groups int, cols *[4]vnniCol)
-TEXT ·q4avx2i8x4(SB), $1856-40
+TEXT ·q4avx2i8x4(SB), $1984-40
 	MOVQ         sc+0(FP), SI
 	MOVQ         data+8(FP), DI
 	MOVQ         rows+16(FP), CX
@@ -122,6 +147,45 @@ TEXT ·q4avx2i8x4(SB), $1856-40
 	VMOVUPS      Y0, 128(SP)
 	VMOVUPS      Y0, 160(SP)
 	XORQ         R9, R9
+	CMPQ         R8, $8
+	JNE          q4x4row
+
+	// Full rows: each column's table (row scales times its activation
+	// scales, even/odd order) in Y6, Y7, Y10, Y11.
+	VMOVDQU      f32perm4<>(SB), Y12
+	VPERMPS      Q4DX(0)(SP), Y12, Y13
+	VMOVUPS      Y13, Q4TDX(0)(SP)
+	VPERMPS      Q4DX(1)(SP), Y12, Y13
+	VMOVUPS      Y13, Q4TDX(1)(SP)
+	VPERMPS      Q4DX(2)(SP), Y12, Y13
+	VMOVUPS      Y13, Q4TDX(2)(SP)
+	VPERMPS      Q4DX(3)(SP), Y12, Y13
+	VMOVUPS      Y13, Q4TDX(3)(SP)
+
+q4x4full:
+	VMOVDQU   (SI), X12
+	VPSHUFB   f16perm4<>(SB), X12, X12
+	VCVTPH2PS X12, Y12
+	VMULPS    Q4TDX(0)(SP), Y12, Y6
+	VMULPS    Q4TDX(1)(SP), Y12, Y7
+	VMULPS    Q4TDX(2)(SP), Y12, Y10
+	VMULPS    Q4TDX(3)(SP), Y12, Y11
+	VXORPS    Y0, Y0, Y0
+	VXORPS    Y1, Y1, Y1
+	VXORPS    Y2, Y2, Y2
+	VXORPS    Y3, Y3, Y3
+	Q4PAIRT(0)
+	Q4PAIRT(1)
+	Q4PAIRT(2)
+	Q4PAIRT(3)
+	YOUT
+	ADDQ      $128, DI
+	ADDQ      $16, SI
+	ADDQ      $4, R9
+	DECQ      CX
+	JNZ       q4x4full
+	VZEROUPPER
+	RET
 
 q4x4row:
 	ROWDW(q4x4dwp, q4x4dwe, q4x4dwd)
@@ -176,6 +240,20 @@ q4x4sum:
 	JNZ  q4x4row
 	VZEROUPPER
 	RET
+
+// f16perm4 and f32perm4 are kernels_avx2i8_amd64.s's f16perm and f32perm.
+DATA f16perm4<>+0(SB)/8, $0x0d0c090805040100
+DATA f16perm4<>+8(SB)/8, $0x0f0e0b0a07060302
+GLOBL f16perm4<>(SB), RODATA|NOPTR, $16
+DATA f32perm4<>+0(SB)/4, $0
+DATA f32perm4<>+4(SB)/4, $2
+DATA f32perm4<>+8(SB)/4, $4
+DATA f32perm4<>+12(SB)/4, $6
+DATA f32perm4<>+16(SB)/4, $1
+DATA f32perm4<>+20(SB)/4, $3
+DATA f32perm4<>+24(SB)/4, $5
+DATA f32perm4<>+28(SB)/4, $7
+GLOBL f32perm4<>(SB), RODATA|NOPTR, $32
 
 DATA i8lanes4<>+0(SB)/4, $0
 DATA i8lanes4<>+4(SB)/4, $0
