@@ -121,6 +121,13 @@ GLOBL f32perm<>(SB), RODATA|NOPTR, $32
 
 // ROWT puts row r's scales (full row, at 16·r(SI)) times the activation
 // scales (Y13, in the same even/odd order) into t.
+// PFD is how far ahead of the 4-row block the full-row Q4 loop prefetches
+// its data stream into L1 (the scale stream PFD/8 ahead, the same
+// distance in tiles): DRAM lines stay in flight while a block computes.
+// On the loaded Zen 3 VM, a 256 MiB Q4 matvec went from 90% of a plain
+// read loop's rate without it to 108% at 4 KiB (median of 5; noisy).
+#define PFD 4096
+
 #define ROWT(r, t, x) \
 	VMOVDQU   (16*(r))(SI), x;      \
 	VPSHUFB   f16perm<>(SB), x, x;  \
@@ -194,6 +201,15 @@ TEXT ·q4avx2i8(SB), NOSPLIT, $160-72
 	MOVQ         c4+48(FP), DX
 
 q4i8full:
+	PREFETCHT0 (PFD+0)(DI)
+	PREFETCHT0 (PFD+64)(DI)
+	PREFETCHT0 (PFD+128)(DI)
+	PREFETCHT0 (PFD+192)(DI)
+	PREFETCHT0 (PFD+256)(DI)
+	PREFETCHT0 (PFD+320)(DI)
+	PREFETCHT0 (PFD+384)(DI)
+	PREFETCHT0 (PFD+448)(DI)
+	PREFETCHT0 (PFD/8)(SI)
 	ROWT(0, Y6, X6)
 	ROWT(1, Y7, X7)
 	ROWT(2, Y8, X8)
