@@ -14,12 +14,15 @@
 // scales at c·32 (32 bytes of slack after the last for the shifted
 // VPERMPS loads); the row's own scales at 160 (lanes ≥ groups stay 0);
 // column c's xl, xh, c4 and dx at 192 + c·416 (+0, +128, +256, +384);
-// its dx in even/odd group order (see f16perm) at 1856 + c·32.
+// its dx in even/odd group order (see f16perm) at 1856 + c·32, and its
+// per-group bias sums (c4's four lanes added, as floats, same order) at
+// 1984 + c·32.
 #define Q4XL(c) (192+(c)*416)
 #define Q4XH(c) (192+(c)*416+128)
 #define Q4C4(c) (192+(c)*416+256)
 #define Q4DX(c) (192+(c)*416+384)
 #define Q4TDX(c) (1856+(c)*32)
+#define Q4CF(c) (1984+(c)*32)
 
 // COPY4 copies 128 bytes from src (clobbering Y0..Y3) to off(SP).
 #define COPY4(src, off) \
@@ -103,16 +106,27 @@ done:
 	VFMADD231PS Y9, Y8, acc
 
 // Q4COLT is Q4COL for a full row (pair p unrolled): the scales come from
-// column c's even/odd table t by an in-lane VPERMILPS.
+// column c's even/odd table t by an in-lane VPERMILPS, and the −8·Σx bias
+// is left out (the row adds it once per column, see q4x4full).
 #define Q4COLT(c, p, t, acc) \
 	VPMADDUBSW  (Q4XL(c)+32*(p))(SP), Y4, Y8; \
 	VPMADDUBSW  (Q4XH(c)+32*(p))(SP), Y5, Y9; \
 	VPADDW      Y9, Y8, Y8;                   \
 	VPMADDWD    Y14, Y8, Y8;                  \
-	VPADDD      (Q4C4(c)+32*(p))(SP), Y8, Y8; \
 	VCVTDQ2PS   Y8, Y8;                       \
 	VPERMILPS   $(0x55*(p)), t, Y9;           \
 	VFMADD231PS Y9, Y8, acc
+
+// Q4BIAS stores column c's per-group bias sums: three VPHADDD of its c4
+// block (groups 0,1 | 2,3 | 4,5 | 6,7) leave them in even/odd order.
+#define Q4BIAS(c) \
+	VMOVDQU   Q4C4(c)(SP), Y0;      \
+	VPHADDD   (Q4C4(c)+32)(SP), Y0, Y0; \
+	VMOVDQU   (Q4C4(c)+64)(SP), Y1; \
+	VPHADDD   (Q4C4(c)+96)(SP), Y1, Y1; \
+	VPHADDD   Y1, Y0, Y0;           \
+	VCVTDQ2PS Y0, Y0;               \
+	VMOVUPS   Y0, Q4CF(c)(SP)
 
 // Q4PAIRT runs group pair p of a full row against the four columns.
 #define Q4PAIRT(p) \
@@ -126,7 +140,7 @@ done:
 	Q4COLT(3, p, Y11, Y3)
 
 // func q4avx2i8x4(sc, data *byte, rows, groups int, cols *[4]vnniCol)
-TEXT ·q4avx2i8x4(SB), $1984-40
+TEXT ·q4avx2i8x4(SB), $2112-40
 	MOVQ         sc+0(FP), SI
 	MOVQ         data+8(FP), DI
 	MOVQ         rows+16(FP), CX
@@ -151,7 +165,14 @@ TEXT ·q4avx2i8x4(SB), $1984-40
 	JNE          q4x4row
 
 	// Full rows: each column's table (row scales times its activation
-	// scales, even/odd order) in Y6, Y7, Y10, Y11.
+	// scales, even/odd order) in Y6, Y7, Y10, Y11. The Q4 bias is applied
+	// per row and column as table · (Σ of each group's c4 lanes), one FMA
+	// instead of an integer add per group pair; the products stay exact
+	// integers until the scale multiply, as with the per-pair add.
+	Q4BIAS(0)
+	Q4BIAS(1)
+	Q4BIAS(2)
+	Q4BIAS(3)
 	VMOVDQU      f32perm4<>(SB), Y12
 	VPERMPS      Q4DX(0)(SP), Y12, Y13
 	VMOVUPS      Y13, Q4TDX(0)(SP)
@@ -178,6 +199,10 @@ q4x4full:
 	Q4PAIRT(1)
 	Q4PAIRT(2)
 	Q4PAIRT(3)
+	VFMADD231PS Q4CF(0)(SP), Y6, Y0
+	VFMADD231PS Q4CF(1)(SP), Y7, Y1
+	VFMADD231PS Q4CF(2)(SP), Y10, Y2
+	VFMADD231PS Q4CF(3)(SP), Y11, Y3
 	YOUT
 	ADDQ      $128, DI
 	ADDQ      $16, SI

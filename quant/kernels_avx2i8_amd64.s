@@ -134,7 +134,8 @@ GLOBL f32perm<>(SB), RODATA|NOPTR, $32
 	VCVTPH2PS x, t;                 \
 	VMULPS    Y13, t, t
 
-// Q4ROWT is Q4ROW for a full row: the scales from the even/odd table t.
+// Q4ROWT is Q4ROW for a full row: the scales from the even/odd table t,
+// and no bias (the row adds it once: t · Y11, see q4i8full).
 #define Q4ROWT(mem, t, imm, acc) \
 	VMOVDQU     mem, Y4;     \
 	VPSRLW      $4, Y4, Y5;  \
@@ -144,17 +145,15 @@ GLOBL f32perm<>(SB), RODATA|NOPTR, $32
 	VPMADDUBSW  Y10, Y5, Y5; \
 	VPADDW      Y5, Y4, Y4;  \
 	VPMADDWD    Y14, Y4, Y4; \
-	VPADDD      Y11, Y4, Y4; \
 	VCVTDQ2PS   Y4, Y4;      \
 	VPERMILPS   $(imm), t, Y5; \
 	VFMADD231PS Y5, Y4, acc
 
 // Q4PAIR4 runs group pair p of four full rows (R10 = 128 bytes apart,
-// R11 = 384) against the activation pair at p·32 of R12, R13 and DX.
+// R11 = 384) against the activation pair at p·32 of R12 and R13.
 #define Q4PAIR4(p) \
 	VMOVDQU (32*(p))(R12), Y9;  \
 	VMOVDQU (32*(p))(R13), Y10; \
-	VMOVDQU (32*(p))(DX), Y11;  \
 	Q4ROWT((32*(p))(DI), Y6, 0x55*(p), Y0);        \
 	Q4ROWT((32*(p))(DI)(R10*1), Y7, 0x55*(p), Y1); \
 	Q4ROWT((32*(p))(DI)(R10*2), Y8, 0x55*(p), Y2); \
@@ -193,12 +192,22 @@ TEXT ·q4avx2i8(SB), NOSPLIT, $160-72
 	CMPQ         R8, $8
 	JNE          q4i8four
 
-	// Full rows, four at a time: the tables live in Y6, Y7, Y8, Y12.
+	// Full rows, four at a time: the tables live in Y6, Y7, Y8, Y12. The
+	// Q4 bias enters once per row as table · (Σ of each group's c4 lanes,
+	// as floats, even/odd order: three VPHADDD leave them so) in Y11,
+	// instead of an integer add per group pair; the products stay exact
+	// integers until the scale multiply either way.
 	VMOVUPS      f32perm<>(SB), Y4
 	VPERMPS      Y12, Y4, Y13      // activation scales, even/odd order
 	MOVQ         xl+32(FP), R12
 	MOVQ         xh+40(FP), R13
 	MOVQ         c4+48(FP), DX
+	VMOVDQU      (DX), Y11
+	VPHADDD      32(DX), Y11, Y11
+	VMOVDQU      64(DX), Y4
+	VPHADDD      96(DX), Y4, Y4
+	VPHADDD      Y4, Y11, Y11
+	VCVTDQ2PS    Y11, Y11
 
 q4i8full:
 	PREFETCHT0 (PFD+0)(DI)
@@ -222,6 +231,10 @@ q4i8full:
 	Q4PAIR4(1)
 	Q4PAIR4(2)
 	Q4PAIR4(3)
+	VFMADD231PS Y11, Y6, Y0
+	VFMADD231PS Y11, Y7, Y1
+	VFMADD231PS Y11, Y8, Y2
+	VFMADD231PS Y11, Y12, Y3
 	RED4
 	ADDQ $512, DI
 	ADDQ $64, SI
