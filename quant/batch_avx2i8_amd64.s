@@ -16,13 +16,15 @@
 // column c's xl, xh, c4 and dx at 192 + c·416 (+0, +128, +256, +384);
 // its dx in even/odd group order (see f16perm) at 1856 + c·32, and its
 // per-group bias sums (c4's four lanes added, as floats, same order) at
-// 1984 + c·32.
+// 1984 + c·32; the full-row loop's row sums, four floats (columns 0..3)
+// per row, at 2112 (up to 128 rows).
 #define Q4XL(c) (192+(c)*416)
 #define Q4XH(c) (192+(c)*416+128)
 #define Q4C4(c) (192+(c)*416+256)
 #define Q4DX(c) (192+(c)*416+384)
 #define Q4TDX(c) (1856+(c)*32)
 #define Q4CF(c) (1984+(c)*32)
+#define Q4ROWS 2112
 
 // COPY4 copies 128 bytes from src (clobbering Y0..Y3) to off(SP).
 #define COPY4(src, off) \
@@ -68,6 +70,48 @@ pel: \
 	JLT       pel;              \
 	VMOVUPS   160(SP), Y6;      \
 done:
+
+// SUM4 leaves the horizontal sums of Y0..Y3 in X8 (lane c: Yc's), by
+// unpack-and-add steps (single-uop shuffles, unlike VHADDPS). Clobbers
+// Y4, Y5, Y8, Y9.
+#define SUM4 \
+	VUNPCKLPS    Y1, Y0, Y4; \
+	VUNPCKHPS    Y1, Y0, Y5; \
+	VADDPS       Y5, Y4, Y4; \
+	VUNPCKLPS    Y3, Y2, Y5; \
+	VUNPCKHPS    Y3, Y2, Y8; \
+	VADDPS       Y8, Y5, Y5; \
+	VUNPCKLPD    Y5, Y4, Y8; \
+	VUNPCKHPD    Y5, Y4, Y9; \
+	VADDPS       Y9, Y8, Y8; \
+	VEXTRACTF128 $1, Y8, X9; \
+	VADDPS       X9, X8, X8
+
+// YADD4 adds four rows of one column (x) into that column's y (its
+// pointer at yo+32(BX)) at row offset R9.
+#define YADD4(yo, x) \
+	MOVQ    (yo+32)(BX), R12;   \
+	VADDPS  (R12)(R9*1), x, x;  \
+	VMOVUPS x, (R12)(R9*1)
+
+// YSCATTER adds X0's four lanes (columns 0..3) into each column's y at
+// row offset R9. Clobbers R12, X1, X2.
+#define YSCATTER \
+	MOVQ         32(BX), R12;       \
+	VADDSS       (R12)(R9*1), X0, X1; \
+	VMOVSS       X1, (R12)(R9*1);   \
+	VMOVSHDUP    X0, X2;            \
+	MOVQ         72(BX), R12;       \
+	VADDSS       (R12)(R9*1), X2, X1; \
+	VMOVSS       X1, (R12)(R9*1);   \
+	VMOVHLPS     X0, X0, X2;        \
+	MOVQ         112(BX), R12;      \
+	VADDSS       (R12)(R9*1), X2, X1; \
+	VMOVSS       X1, (R12)(R9*1);   \
+	VPERMILPS    $0xff, X0, X2;     \
+	MOVQ         152(BX), R12;      \
+	VADDSS       (R12)(R9*1), X2, X1; \
+	VMOVSS       X1, (R12)(R9*1)
 
 // YOUT adds the four accumulators' horizontal sums (Y0..Y3, columns
 // 0..3) into each column's y at row offset R9. Clobbers R12, X1, X2.
@@ -140,7 +184,7 @@ done:
 	Q4COLT(3, p, Y11, Y3)
 
 // func q4avx2i8x4(sc, data *byte, rows, groups int, cols *[4]vnniCol)
-TEXT ·q4avx2i8x4(SB), $2112-40
+TEXT ·q4avx2i8x4(SB), $4160-40
 	MOVQ         sc+0(FP), SI
 	MOVQ         data+8(FP), DI
 	MOVQ         rows+16(FP), CX
@@ -203,12 +247,53 @@ q4x4full:
 	VFMADD231PS Q4CF(1)(SP), Y7, Y1
 	VFMADD231PS Q4CF(2)(SP), Y10, Y2
 	VFMADD231PS Q4CF(3)(SP), Y11, Y3
-	YOUT
+	SUM4
+	VMOVUPS   X8, Q4ROWS(SP)(R9*4)
 	ADDQ      $128, DI
 	ADDQ      $16, SI
 	ADDQ      $4, R9
 	DECQ      CX
 	JNZ       q4x4full
+
+	// The row sums go into the columns' outputs four rows at a time
+	// (a 4×4 transpose), the last rows mod 4 one at a time.
+	MOVQ rows+16(FP), CX
+	XORQ R9, R9
+	CMPQ CX, $4
+	JLT  q4x4flush1
+
+q4x4flush4:
+	VMOVUPS   Q4ROWS(SP)(R9*4), X0
+	VMOVUPS   (Q4ROWS+16)(SP)(R9*4), X1
+	VMOVUPS   (Q4ROWS+32)(SP)(R9*4), X2
+	VMOVUPS   (Q4ROWS+48)(SP)(R9*4), X3
+	VUNPCKLPS X1, X0, X4
+	VUNPCKHPS X1, X0, X5
+	VUNPCKLPS X3, X2, X6
+	VUNPCKHPS X3, X2, X7
+	VUNPCKLPD X6, X4, X0
+	VUNPCKHPD X6, X4, X1
+	VUNPCKLPD X7, X5, X2
+	VUNPCKHPD X7, X5, X3
+	YADD4(0, X0)
+	YADD4(40, X1)
+	YADD4(80, X2)
+	YADD4(120, X3)
+	ADDQ      $16, R9
+	SUBQ      $4, CX
+	CMPQ      CX, $4
+	JGE       q4x4flush4
+
+q4x4flush1:
+	TESTQ   CX, CX
+	JZ      q4x4done
+	VMOVUPS Q4ROWS(SP)(R9*4), X0
+	YSCATTER
+	ADDQ    $4, R9
+	DECQ    CX
+	JMP     q4x4flush1
+
+q4x4done:
 	VZEROUPPER
 	RET
 
