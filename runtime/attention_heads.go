@@ -22,7 +22,8 @@ type headScratch struct {
 
 // heads runs every query head of one pass at position n−1 over the cached
 // positions [start, n): scores Q·K on the keys' F32 tiles (one per cache
-// block: positions × head dim), a float64 softmax, and the weighted sum of
+// block: positions × head dim), a float32 softmax (exp32, the sum
+// in float64), and the weighted sum of
 // values on their transposed tiles (head dim × positions). The tile
 // kernels are the SIMD ones every matvec uses; per head the sums run in a
 // fixed order whatever the thread count or batch. Heads with a head dim
@@ -31,7 +32,7 @@ type headScratch struct {
 func (e *Engine) heads(c *kvCache, lp *layerPlan, q, att []float32, n, start int) {
 	b := &e.bf
 	H, Hkv, hd := int(e.h.NumHeads), lp.kvHeads, lp.hd
-	scale := e.attnScale(hd)
+	scale := float32(e.attnScale(hd))
 	b0, nb := start/kvBlock, (n+kvBlock-1)/kvBlock
 	span := nb * kvBlock
 	for len(b.heads) < H {
@@ -69,15 +70,16 @@ func (e *Engine) heads(c *kvCache, lp *layerPlan, q, att []float32, n, start int
 				sc[t] = dot
 			}
 		}
-		mx := math.Inf(-1)
-		for t := start; t < n; t++ {
-			mx = max(mx, float64(sc[t])*scale)
+		mx := float32(math.Inf(-1))
+		for _, s := range sc[start:n] {
+			mx = max(mx, s*scale)
 		}
 		var sum float64
 		clear(p[b0*kvBlock : start])
-		for t := start; t < n; t++ {
-			p[t] = float32(math.Exp(float64(sc[t])*scale - mx))
-			sum += float64(p[t])
+		for t, s := range sc[start:n] {
+			v := exp32(s*scale - mx)
+			p[start+t] = v
+			sum += float64(v)
 		}
 		clear(p[n:span])
 		oh := att[j*hd : (j+1)*hd]

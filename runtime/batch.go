@@ -106,6 +106,12 @@ func (e *Engine) parallel(n int, f func(i int)) {
 // of their tokens.
 func (e *Engine) runLanes(ls []*lane) {
 	for _, ln := range ls {
+		// Columns of one sequence share its cache and run concurrently
+		// (resumeLanes): its blocks are allocated here, so their stores
+		// only write.
+		for p := range ln.col.kv {
+			ln.col.kv[p].reserve(ln.col.pos)
+		}
 		ln.req = request{}
 		ln.next, ln.stop = iter.Pull(func(yield func(struct{}) bool) {
 			// The column reads the mapped embedding: a truncated file
@@ -115,12 +121,7 @@ func (e *Engine) runLanes(ls []*lane) {
 			ln.forward()
 		})
 	}
-	live := make([]*lane, 0, len(ls))
-	for _, ln := range ls {
-		if _, ln.live = ln.next(); ln.live {
-			live = append(live, ln)
-		}
-	}
+	live := e.resumeLanes(ls, make([]*lane, 0, len(ls)))
 	var groups [][]*lane
 	for len(live) > 0 {
 		loop := live[0].req.p == nil
@@ -147,14 +148,27 @@ func (e *Engine) runLanes(ls []*lane) {
 		for _, g := range groups {
 			e.matvecLanes(g[0].req.p, g)
 		}
-		next := live[:0]
-		for _, ln := range live {
-			if _, ln.live = ln.next(); ln.live {
-				next = append(next, ln)
-			}
-		}
-		live = next
+		live = e.resumeLanes(live, live[:0])
 	}
+}
+
+// resumeLanes runs every column in ls on to its next request (or its end)
+// and appends the columns still live to dst. The columns' own work between
+// requests — norms, RoPE, SwiGLU, residual adds, activation preparation —
+// runs across the pool, one column per item: a column touches only its
+// lane's scratch and its own positions of the KV cache (reserved by the
+// runLanes), so the columns are independent and each computes what it would
+// alone.
+func (e *Engine) resumeLanes(ls, dst []*lane) []*lane {
+	e.pool.run(len(ls), func(i int) {
+		_, ls[i].live = ls[i].next()
+	})
+	for _, ln := range ls {
+		if ln.live {
+			dst = append(dst, ln)
+		}
+	}
+	return dst
 }
 
 // abandonLanes ends every column still suspended (after a fault in the

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
 )
@@ -25,7 +26,10 @@ type layerPlan struct {
 	feat     *layerFeatures // biases, q/k norms, post-norms
 
 	qkv, o, gateUp, down, router *matPlan
-	experts                      map[int]*expertPlan
+	// experts is built as the router first selects each expert; the
+	// columns of a batch route concurrently, hence the lock.
+	expertsMu sync.Mutex
+	experts   map[int]*expertPlan
 }
 
 // expertPlan is one expert's gate/up and down plans, built the first time
@@ -149,6 +153,8 @@ func ropeFreqs(hd int, theta float32, n int) []float32 {
 
 // expert returns expert x's plans, parsing its tiles on first selection.
 func (e *Engine) expert(lp *layerPlan, x int) (*expertPlan, error) {
+	lp.expertsMu.Lock()
+	defer lp.expertsMu.Unlock()
 	if ep := lp.experts[x]; ep != nil {
 		return ep, nil
 	}

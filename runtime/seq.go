@@ -47,11 +47,8 @@ type kvCache struct {
 // position lets the columns of a batched prefill, which share one cache,
 // store in any order.
 func (c *kvCache) store(pos int, k, v []float32) {
+	c.reserve(pos)
 	blk, t := pos/kvBlock, pos%kvBlock
-	for len(c.k) <= blk {
-		c.k = append(c.k, make([]float32, c.heads*kvBlock*c.hd))
-		c.v = append(c.v, make([]float32, c.heads*kvBlock*c.hd))
-	}
 	kb, vb, hd := c.k[blk], c.v[blk], c.hd
 	for h := range c.heads {
 		copy(kb[(h*kvBlock+t)*hd:(h*kvBlock+t+1)*hd], k[h*hd:(h+1)*hd])
@@ -59,6 +56,16 @@ func (c *kvCache) store(pos int, k, v []float32) {
 		for i, x := range v[h*hd : (h+1)*hd] {
 			vh[i*kvBlock+t] = x
 		}
+	}
+}
+
+// reserve allocates the blocks through position pos. A batch reserves its
+// columns' positions before they run concurrently, so their stores only
+// write, never grow, a cache they share.
+func (c *kvCache) reserve(pos int) {
+	for blk := pos / kvBlock; len(c.k) <= blk; {
+		c.k = append(c.k, make([]float32, c.heads*kvBlock*c.hd))
+		c.v = append(c.v, make([]float32, c.heads*kvBlock*c.hd))
 	}
 }
 
