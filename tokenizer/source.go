@@ -26,7 +26,7 @@ type Source struct {
 // when it has no tokenizer.json.
 func ReadDir(dir string) (*Source, error) {
 	p := filepath.Join(dir, "tokenizer.json")
-	b, err := os.ReadFile(p)
+	b, err := readBounded(p)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -47,7 +47,7 @@ func ReadDir(dir string) (*Source, error) {
 // (its directory's tokenizer_config.json and generation_config.json come
 // along), or a llama2.c score table (anything else that is not JSON).
 func ReadFile(path string) (*Source, error) {
-	b, err := os.ReadFile(path)
+	b, err := readBounded(path)
 	if err != nil {
 		return nil, err
 	}
@@ -68,8 +68,16 @@ func ReadFile(path string) (*Source, error) {
 	return &Source{Llama2c: b, Path: path}, nil
 }
 
+// readBounded reads a tokenizer file whole, at most
+// cflowfmt.MaxArgFileBytes (the largest real tokenizer.json is tens of
+// MB): a device such as /dev/zero named by --tokenizer is an error at once
+// instead of a read that grows until the kernel kills the process.
+func readBounded(p string) ([]byte, error) {
+	return cflowfmt.ReadFileLimit(p, cflowfmt.MaxArgFileBytes)
+}
+
 func readOptional(p string) ([]byte, error) {
-	b, err := os.ReadFile(p)
+	b, err := readBounded(p)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

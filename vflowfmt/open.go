@@ -25,6 +25,11 @@ func Sniff(path string) (Kind, error) {
 		return KindUnknown, err
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		// Reading it fails with EISDIR, which would otherwise be reported
+		// as a file too short to hold a magic number.
+		return KindUnknown, fmt.Errorf("%s is a directory, not a model file", path)
+	}
 	var m [8]byte
 	if _, err := io.ReadFull(f, m[:]); err != nil {
 		return KindUnknown, &cflowfmt.FormatError{File: path, Offset: 0, What: "too short to hold a magic number"}

@@ -40,10 +40,13 @@ func interspersed(args []string, cmds []*cli.Command) []string {
 			}
 		}
 	}
-	for cmd != nil && len(cmd.Subcommands) > 0 && len(rest) > 0 {
+	for cmd != nil && isGroup(cmd) && len(rest) > 0 {
 		sub := findCommand(cmd.Subcommands, rest[0])
 		if sub == nil {
-			break
+			// Not one of its subcommands: leave the line as it is, so the
+			// group's action names the unknown word (moving a
+			// subcommand's flags ahead would make the group reject them).
+			return append(out, rest...)
 		}
 		out = append(out, rest[0])
 		rest = rest[1:]
@@ -75,6 +78,18 @@ func interspersed(args []string, cmds []*cli.Command) []string {
 	}
 	out = append(out, flags...)
 	return append(out, pos...)
+}
+
+// isGroup reports whether c only groups subcommands (dev, export); the
+// "help" subcommand urfave/cli adds to any command it has run does not
+// count.
+func isGroup(c *cli.Command) bool {
+	for _, s := range c.Subcommands {
+		if s.Name != "help" {
+			return true
+		}
+	}
+	return false
 }
 
 func findCommand(cmds []*cli.Command, name string) *cli.Command {

@@ -44,6 +44,9 @@ func init() {
 	})
 }
 
+// maxBenchRuns bounds --runs and --probe-runs.
+const maxBenchRuns = 1000
+
 func runBench(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return cli.Exit("bench: give one FILE", exitUsage)
@@ -52,12 +55,19 @@ func runBench(c *cli.Context) error {
 	if err := checkThreads("bench", c.Int("threads")); err != nil {
 		return err
 	}
-	if c.Int("tokens") < 0 || c.Int("prompt") < 0 || c.Int("tokens")+c.Int("prompt") == 0 {
-		return cli.Exit("bench: --tokens and --prompt must be ≥ 0 and not both 0", exitUsage)
+	for _, f := range []string{"tokens", "prompt"} {
+		if c.Int(f) < 0 {
+			return cli.Exit(fmt.Sprintf("bench: --%s %d: must be ≥ 0", f, c.Int(f)), exitUsage)
+		}
 	}
+	if c.Int("tokens")+c.Int("prompt") == 0 {
+		return cli.Exit("bench: --tokens and --prompt are both 0: nothing to time", exitUsage)
+	}
+	// Runs are repeated whole: a count past maxBenchRuns only makes a
+	// mistyped number run for hours.
 	for _, f := range []string{"runs", "probe-runs"} {
-		if c.Int(f) < 1 {
-			return cli.Exit(fmt.Sprintf("bench: --%s %d must be ≥ 1", f, c.Int(f)), exitUsage)
+		if n := c.Int(f); n < 1 || n > maxBenchRuns {
+			return cli.Exit(fmt.Sprintf("bench: --%s %d outside 1..%d", f, n, maxBenchRuns), exitUsage)
 		}
 	}
 	if c.Int("warmup") < 0 {
@@ -76,8 +86,12 @@ func runBench(c *cli.Context) error {
 		return cli.Exit("bench: "+err.Error(), exitUsage)
 	}
 	defer m.Close()
-	if need := max(c.Int("tokens"), c.Int("warmup")); need > int(m.Header.MaxSeqLen) {
-		return cli.Exit(fmt.Sprintf("bench: --tokens/--warmup %d exceed the model's context of %d", need, m.Header.MaxSeqLen), exitUsage)
+	// Each run starts from an empty KV cache, so each count alone must fit
+	// the context (bench.Run's own check would be exit 3).
+	for _, f := range []string{"tokens", "warmup", "prompt"} {
+		if n := c.Int(f); n > int(m.Header.MaxSeqLen) {
+			return cli.Exit(fmt.Sprintf("bench: --%s %d exceeds the model's context of %d", f, n, m.Header.MaxSeqLen), exitUsage)
+		}
 	}
 	if t := c.Int("threads"); t > goruntime.GOMAXPROCS(0) {
 		fmt.Fprintf(os.Stderr, "note: %d threads on GOMAXPROCS %d; raising GOMAXPROCS\n", t, goruntime.GOMAXPROCS(0))

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -30,6 +31,12 @@ func init() {
 				&cli.IntFlag{Name: "shards", Value: 1, Usage: "number of safetensors shards (> 1 writes an index)"},
 			},
 			Action: func(c *cli.Context) error {
+				if err := checkOutputDir("dev synth", c.String("output")); err != nil {
+					return err
+				}
+				if n := c.Int("shards"); n < 1 || n > maxShards {
+					return cli.Exit(fmt.Sprintf("dev synth: --shards %d outside 1..%d", n, maxShards), exitUsage)
+				}
 				name := c.String("geometry")
 				o := convert.SynthOptions{Progress: progressBar("synthesizing", true),
 					DType: c.String("dtype"), Seed: c.Uint64("seed"), Shards: c.Int("shards")}
@@ -51,6 +58,29 @@ func init() {
 			},
 		}, synthMoECommand()},
 	})
+}
+
+// maxShards bounds dev synth --shards: published checkpoints have at most
+// a few hundred shards, and the shard names hold five digits.
+const maxShards = 1024
+
+// checkOutputDir is the directory-output form of checkOutput (dev synth
+// writes a checkpoint directory): its parent must exist, as every other
+// output's directory must, and the path must not be a file. The directory
+// itself may exist (its checkpoint files are replaced whole).
+func checkOutputDir(cmd, dir string) error {
+	bad := func(format string, a ...any) error {
+		return cli.Exit(fmt.Sprintf("%s: -o: "+format, append([]any{cmd}, a...)...), exitUsage)
+	}
+	if st, err := os.Stat(filepath.Dir(dir)); err != nil {
+		return bad("output %s: %v", dir, err)
+	} else if !st.IsDir() {
+		return bad("output %s: %s is not a directory", dir, filepath.Dir(dir))
+	}
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return bad("output %s exists and is not a directory", dir)
+	}
+	return nil
 }
 
 // synthGeometryNames are the Llama and the gemma4_text geometries `dev

@@ -23,6 +23,9 @@ func synthMoECommand() *cli.Command {
 			&cli.Uint64Flag{Name: "seed", Value: 1},
 		},
 		Action: func(c *cli.Context) error {
+			if err := checkOutputDir("dev synth-moe", c.String("output")); err != nil {
+				return err
+			}
 			g, ok := convert.MoEGeometryByName(c.String("geometry"))
 			if !ok {
 				return cli.Exit(fmt.Sprintf("dev synth-moe: unknown geometry %q (want %s)", c.String("geometry"), strings.Join(convert.MoEGeometryNames(), ", ")), exitUsage)

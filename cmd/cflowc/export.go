@@ -17,13 +17,14 @@ func init() {
 		Usage: "write a model in another engine's format (for side-by-side comparisons)",
 		Subcommands: []*cli.Command{{
 			Name:      "gguf",
-			Usage:     "GGUF v3 for llama.cpp (llama/mixtral), same weights and types",
+			Usage:     "GGUF v3 for llama.cpp (llama, qwen2, qwen3, qwen3moe, gemma3, gemma4), same weights and types",
 			ArgsUsage: "-o OUT.gguf FILE",
 			Description: "Q4_0/Q8_0 blocks are copied from the tiles (no requantization), q/k rows are\n" +
 				"permuted to GGUF's adjacent-pair RoPE order, norms and router stay F32. Matrices whose\n" +
 				"row length is not a multiple of 32 are written as F32 holding the dequantized values\n" +
-				"(ggml blocks cannot be padded). The tokenizer is a placeholder: token i is the piece\n" +
-				"\"[i]\", so llama.cpp prompts and outputs are token ids, not text.",
+				"(ggml blocks cannot be padded). The file's tokenizer becomes llama.cpp's vocabulary\n" +
+				"(byte-level BPE as gpt2 with merges, SentencePiece-style as llama); a file without one\n" +
+				"gets placeholder pieces \"[i]\", so llama.cpp prompts and outputs are then token ids.",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "output .gguf path"},
 				&cli.BoolFlag{Name: "f32", Usage: "write every matrix as F32 (dequantized)"},
@@ -36,7 +37,7 @@ func init() {
 
 func runExportGGUF(c *cli.Context) error {
 	if c.NArg() != 1 {
-		return cli.Exit("export gguf: give -o OUT.gguf and one FILE (flags first)", exitUsage)
+		return cli.Exit(fmt.Sprintf("export gguf: give one FILE (got %d) and -o OUT.gguf", c.NArg()), exitUsage)
 	}
 	in := c.Args().First()
 	if err := checkOutput("export gguf", "-o", c.String("output"), in); err != nil {

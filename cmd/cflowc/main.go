@@ -85,17 +85,34 @@ func newApp() *cli.App {
 			return cli.ShowAppHelp(c)
 		},
 	}
-	var wire func([]*cli.Command)
-	wire = func(cs []*cli.Command) {
+	var wire func(parent string, cs []*cli.Command)
+	wire = func(parent string, cs []*cli.Command) {
 		for _, c := range cs {
 			if c.OnUsageError == nil {
 				c.OnUsageError = usageError
 			}
-			wire(c.Subcommands)
+			if isGroup(c) && c.Action == nil {
+				c.Action = unknownSubcommand(strings.TrimSpace(parent + " " + c.Name))
+			}
+			wire(parent+" "+c.Name, c.Subcommands)
 		}
 	}
-	wire(app.Commands)
+	wire("", app.Commands)
 	return app
+}
+
+// unknownSubcommand is the action of a command that only groups others
+// (dev, export): its help without arguments, else an unknown-command error
+// naming the known ones (exit 2). urfave/cli's default answered "No help
+// topic for 'x'" with exit 3.
+func unknownSubcommand(path string) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		if c.NArg() == 0 {
+			return cli.ShowSubcommandHelp(c)
+		}
+		return cli.Exit(fmt.Sprintf("%s: unknown command %q (commands: %s; see 'cflowc %s --help')",
+			path, c.Args().First(), commandNames(c.Command.Subcommands), path), exitUsage)
+	}
 }
 
 // usageError prints a flag error in one line with a hint, not the whole
@@ -155,7 +172,7 @@ func withVerb(verb, msg string) string {
 func commandNames(cs []*cli.Command) string {
 	var n []string
 	for _, c := range cs {
-		if !c.Hidden {
+		if !c.Hidden && c.Name != "help" { // urfave/cli's own, added to every group
 			n = append(n, c.Name)
 		}
 	}

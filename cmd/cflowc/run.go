@@ -108,6 +108,8 @@ func runPrompt(c *cli.Context, tk tokenizer.Tokenizer, md *cflowfmt.Metadata, vo
 		return nil, errors.New("give --prompt or --prompt-ids, not both")
 	case c.Bool("chat") && !c.IsSet("prompt"):
 		return nil, errors.New("--chat needs --prompt")
+	case c.IsSet("system") && !c.Bool("chat"):
+		return nil, errors.New("--system applies to --chat (the file's chat template), which was not given")
 	case c.Bool("chat"):
 		return chatPrompt(md, vocab, c.String("system"), c.String("prompt"))
 	case c.IsSet("prompt-ids"):
