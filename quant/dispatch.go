@@ -14,6 +14,7 @@ import (
 //
 // A path whose int8 flag is set rounds activations to int8 for Q4_0/Q8_0
 // tiles (its Vecs carry int8 views); F32 tiles always use float activations.
+// The int8 paths are avx2i8, avxvnni and vnni.
 type Kernel struct {
 	name     string
 	int8     bool
@@ -93,8 +94,8 @@ func KernelByName(name string) (*Kernel, error) {
 	return nil, fmt.Errorf("kernel %q not available here (have %s)", name, strings.Join(KernelNames(), ", "))
 }
 
-// Name is the path's short name ("scalar", "avx2", "avxvnni", "avx512",
-// "vnni"), for --version, run summaries and benchmark reports.
+// Name is the path's short name ("scalar", "avx2", "avx2i8", "avxvnni",
+// "avx512", "vnni"), for --version, run summaries and benchmark reports.
 func (k *Kernel) Name() string { return k.name }
 
 // String is Name, so a Kernel prints as its name.
@@ -107,7 +108,7 @@ func (k *Kernel) QuantizesActivations() bool { return k.int8 }
 
 // Float is the fastest path of the same instruction set that keeps
 // activations in f32: k itself unless k rounds them to int8 (vnni → avx512,
-// avxvnni → avx2).
+// avxvnni and avx2i8 → avx2).
 func (k *Kernel) Float() *Kernel {
 	if k.float != nil {
 		return k.float
