@@ -28,14 +28,14 @@ func init() {
 			"random tokens) from an empty cache through the prompt path, --runs times, median prompt tok/s.\n" +
 			"--tokens 0 skips decode. The JSON names the CPU (\"cpu\": /proc/cpuinfo's model name).",
 		Flags: []cli.Flag{
-			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: goruntime.NumCPU(), Usage: "decode and probe threads (default: every CPU, as run, verify and ppl)"},
+			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: goruntime.NumCPU(), Usage: "decode and probe threads (as run, verify and ppl)", DefaultText: "every CPU"},
 			&cli.IntFlag{Name: "tokens", Aliases: []string{"n"}, Value: 64, Usage: "decode tokens per run (0: no decode test)"},
 			&cli.IntFlag{Name: "prompt", Aliases: []string{"p"}, Usage: "prompt tokens of the prompt-processing test (llama-bench's ppN; 0: none)"},
 			&cli.IntFlag{Name: "batch", Usage: fmt.Sprintf("prompt tokens per pass over the weights (1..%d; 1 = token by token, the A/B baseline)", cfrt.MaxBatch), Value: cfrt.MaxBatch},
-			&cli.IntFlag{Name: "runs", Aliases: []string{"r"}, Value: 5, Usage: "timed runs (median reported)"},
+			&cli.IntFlag{Name: "runs", Aliases: []string{"r"}, Value: 5, Usage: "timed runs, 1..1000 (median reported)"},
 			&cli.IntFlag{Name: "warmup", Value: 16, Usage: "untimed warm-up tokens"},
 			&cli.IntFlag{Name: "probe-mib", Value: bench.ProbeBytes >> 20, Usage: "probe buffer size in MiB (larger than the LLC)"},
-			&cli.IntFlag{Name: "probe-runs", Value: 5, Usage: "probe passes (median reported)"},
+			&cli.IntFlag{Name: "probe-runs", Value: 5, Usage: "probe passes, 1..1000 (median reported)"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the decode runs (go tool pprof)"},
 			&cli.StringFlag{Name: "expert-io", Value: "mmap", Usage: "expert fetch: mmap, sync or direct (as run's --expert-io)"},

@@ -28,7 +28,7 @@ func init() {
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output file (.cflow or .vflow)", Required: true},
 			&cli.StringFlag{Name: "model", Usage: "force an architecture preset instead of detecting it from config.json"},
 			&cli.StringFlag{Name: "quant", Value: "q4_0", Usage: "q4_0, q8_0 or f32 (norms and router stay f32)"},
-			&cli.IntFlag{Name: "numa-nodes", Usage: "NUMA nodes to plan shards for (default: nodes in /sys/devices/system/node)"},
+			&cli.IntFlag{Name: "numa-nodes", Usage: "NUMA nodes to plan shards for", DefaultText: "the nodes in /sys/devices/system/node"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar and no summary line"},
 			&cli.StringFlag{Name: "tokenizer", Usage: "attach this tokenizer: a tokenizer.json (tokenizer_config.json beside it comes along) or a llama2.c score table (tokenizer.bin, tok512.bin)"},
 		},

@@ -59,7 +59,7 @@ func samplingFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "frequency-penalty", Value: d.FrequencyPenalty, Usage: "subtract count × this from repeated tokens' logits, in [-2, 2]"},
 		&cli.Float64Flag{Name: "presence-penalty", Value: d.PresencePenalty, Usage: "subtract this from seen tokens' logits, in [-2, 2]"},
 		&cli.IntFlag{Name: "repeat-last-n", Value: d.PenaltyLastN, Usage: "tokens the penalties look back over; 0 = off"},
-		&cli.Uint64Flag{Name: "seed", Usage: "sampling seed (default: chosen at random and printed)"},
+		&cli.Uint64Flag{Name: "seed", Usage: "sampling seed", DefaultText: "chosen at random and printed"},
 	}
 }
 
