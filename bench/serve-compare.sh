@@ -8,10 +8,12 @@
 #   3. TinyLlama-geometry Q4_0 .cflow and its GGUF export (as side-by-side.sh)
 #   4. for each server: start it with --parallel = the largest level, wait
 #      for /health, run serveload, stop it
+#   5. repeat step 4 ROUNDS times (the servers alternate), report medians
 # Environment: THREADS (2), CLIENTS ("1 2 4 8"), REQUESTS (4 per client per
 # level), TOKENS (64 per request), PROMPT (32 tokens), CTX (512 per
-# sequence), OUT (bench/out), MODEL (an existing .cflow instead of step 3).
-# Raw results: OUT/serve.jsonl.
+# sequence), ROUNDS (1), OUT (bench/out), MODEL (an existing .cflow instead
+# of step 3). Raw results (one line per server, round and level, with the
+# load average before it): OUT/serve.jsonl.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -23,6 +25,7 @@ requests="${REQUESTS:-4}"
 tokens="${TOKENS:-64}"
 prompt="${PROMPT:-32}"
 ctx="${CTX:-512}"
+rounds="${ROUNDS:-1}"
 geometry="${GEOMETRY:-tinyllama}"
 mkdir -p "$out"
 
@@ -63,36 +66,50 @@ await() {
 	echo "server did not come up" >&2
 	return 1
 }
-measure() { # name
+measure() { # name round
+	local la
+	la=$(cut -d' ' -f1 /proc/loadavg)
 	"$load" -url "http://127.0.0.1:$port/v1" -model "$(basename "${cflow%.cflow}")" -name "$1" -clients "$levels" \
-		-requests "$requests" -max-tokens "$tokens" -prompt-len "$prompt" -vocab "$vocab" -json | tee -a "$res"
+		-requests "$requests" -max-tokens "$tokens" -prompt-len "$prompt" -vocab "$vocab" -json |
+		python3 -c 'import json,sys
+for l in sys.stdin:
+    r = json.loads(l); r["round"], r["load_before"] = int(sys.argv[1]), float(sys.argv[2]); print(json.dumps(r), flush=True)' "$2" "$la" | tee -a "$res"
 }
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs))"
 echo "model: $cflow, gguf: $gguf; $threads threads, --parallel $np, clients {$clients} × $requests requests × $tokens tokens, prompt $prompt"
-"$cflowc" serve "$cflow" --port "$port" --parallel "$np" --ctx "$ctx" --threads "$threads" --queue 64 2>"$out/serve-cflowc.log" &
-pid=$!
-await
-measure cflowc
-stop
-"$server" -m "$gguf" --host 127.0.0.1 --port "$port" -np "$np" -c $((np * ctx)) -t "$threads" -tb "$threads" 2>"$out/serve-llama.log" &
-pid=$!
-await
-measure llama.cpp
-stop
+for round in $(seq 1 "$rounds"); do
+	"$cflowc" serve "$cflow" --port "$port" --parallel "$np" --ctx "$ctx" --threads "$threads" --queue 64 2>"$out/serve-cflowc.log" &
+	pid=$!
+	await
+	measure cflowc "$round"
+	stop
+	"$server" -m "$gguf" --host 127.0.0.1 --port "$port" -np "$np" -c $((np * ctx)) -t "$threads" -tb "$threads" 2>"$out/serve-llama.log" &
+	pid=$!
+	await
+	measure llama.cpp "$round"
+	stop
+done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 python3 - "$res" <<'PY'
-import json, sys
+import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-by = {(r["server"], r["clients"]): r for r in rows}
+keys = ("aggregate_tok_s", "decode_tok_s", "ttft_p50_ms", "ttft_p99_ms")
+by = {}
+for r in rows:
+    by.setdefault((r["server"], r["clients"]), []).append(r)
+med = {k: {f: statistics.median(r[f] for r in v) for f in keys} for k, v in by.items()}
+n = max(len(v) for v in by.values())
 cs = sorted({r["clients"] for r in rows})
-one = {s: by.get((s, cs[0]), {}).get("aggregate_tok_s") for s in ("cflowc", "llama.cpp")}
+one = {s: med.get((s, cs[0]), {}).get("aggregate_tok_s") for s in ("cflowc", "llama.cpp")}
 print()
-print("| clients | cflowc tok/s | × 1 client | TTFT p50/p99 ms | llama-server tok/s | × 1 client | TTFT p50/p99 ms | cflowc ÷ llama |")
-print("|---|---|---|---|---|---|---|---|")
+print("medians of %d round(s); aggregate tok/s = completion tokens ÷ wall time; decode tok/s = clients × the median request's rate after its first token" % n)
+print("| clients | cflowc tok/s | × 1 client | decode tok/s | TTFT p50/p99 ms | llama-server tok/s | × 1 client | decode tok/s | TTFT p50/p99 ms | cflowc ÷ llama |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for c in cs:
-    a, b = by.get(("cflowc", c)), by.get(("llama.cpp", c))
-    f = lambda r, s: "%.2f | %.2f× | %.0f / %.0f" % (r["aggregate_tok_s"], r["aggregate_tok_s"] / one[s], r["ttft_p50_ms"], r["ttft_p99_ms"]) if r else "– | – | –"
+    a, b = med.get(("cflowc", c)), med.get(("llama.cpp", c))
+    f = lambda r, s: "%.2f | %.2f× | %.2f | %.0f / %.0f" % (r["aggregate_tok_s"], r["aggregate_tok_s"] / one[s], r["decode_tok_s"], r["ttft_p50_ms"], r["ttft_p99_ms"]) if r else "– | – | – | –"
     ratio = "%.2f×" % (a["aggregate_tok_s"] / b["aggregate_tok_s"]) if a and b else "–"
     print("| %d | %s | %s | %s |" % (c, f(a, "cflowc"), f(b, "llama.cpp"), ratio))
 PY

@@ -1,10 +1,13 @@
 // Command serveload measures an OpenAI-compatible server under concurrent
 // greedy clients — cflowc serve or llama-server, the same requests for
 // both: for each concurrency level, that many clients each stream
-// -requests text completions of the same token-id prompt (seeded random
-// ids after BOS, so no tokenizer is involved) with max_tokens and
-// ignore_eos, and it reports aggregate decode tok/s (completion tokens ÷
-// wall time of the level) and the p50/p99 time to first token.
+// -requests text completions of a token-id prompt (BOS, then random ids
+// seeded by the request's number: the same requests for every server, no
+// tokenizer involved, no prompt a server could have cached) with max_tokens and
+// ignore_eos, and it reports aggregate tok/s (completion tokens ÷ wall
+// time of the level: prompt processing, decode and HTTP together), the
+// aggregate decode tok/s (clients × the median request's decode rate after
+// its first token) and the p50/p99 time to first token.
 //
 //	go run ./bench/serveload -url http://127.0.0.1:8080/v1 -clients 1,2,4,8
 package main
@@ -23,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -37,6 +41,7 @@ type Level struct {
 	TTFTp50ms   float64 `json:"ttft_p50_ms"`
 	TTFTp99ms   float64 `json:"ttft_p99_ms"`
 	PerReqTokS  float64 `json:"per_request_tok_s_median"`
+	DecodeTokS  float64 `json:"decode_tok_s"`
 	PromptToken int     `json:"prompt_tokens"`
 }
 
@@ -64,32 +69,39 @@ func main() {
 	if *requests < 1 || *maxTokens < 1 || *promptLen < 1 || *vocab < 3 {
 		log.Fatal("-requests, -max-tokens and -prompt-len must be ≥ 1, -vocab ≥ 3")
 	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	prompt := []int{*bos}
-	for len(prompt) < *promptLen {
-		prompt = append(prompt, 3+rng.IntN(*vocab-3))
+	// Every request gets its own prompt (seeded by its number), so no
+	// server can answer from a cached prompt (llama-server reuses a slot's
+	// KV cache for a repeated prefix).
+	var seq atomic.Uint64
+	body := func() []byte {
+		rng := rand.New(rand.NewPCG(1, seq.Add(1)))
+		prompt := []int{*bos}
+		for len(prompt) < *promptLen {
+			prompt = append(prompt, 3+rng.IntN(*vocab-3))
+		}
+		b, _ := json.Marshal(map[string]any{"model": *model, "prompt": prompt, "max_tokens": *maxTokens,
+			"temperature": 0, "stream": true, "ignore_eos": true, "stream_options": map[string]bool{"include_usage": true}})
+		return b
 	}
-	body, _ := json.Marshal(map[string]any{"model": *model, "prompt": prompt, "max_tokens": *maxTokens,
-		"temperature": 0, "stream": true, "ignore_eos": true, "stream_options": map[string]bool{"include_usage": true}})
 	endpoint := strings.TrimSuffix(*url, "/") + "/completions"
 	for range *warmup {
-		if _, err := one(endpoint, body); err != nil {
+		if _, err := one(endpoint, body()); err != nil {
 			log.Fatalf("warm-up request: %v", err)
 		}
 	}
 	if !*asJSON {
-		fmt.Printf("%-10s %7s %8s %7s %9s %12s %12s %14s\n", "server", "clients", "requests", "tokens", "wall s", "agg tok/s", "TTFT p50 ms", "TTFT p99 ms")
+		fmt.Printf("%-10s %7s %8s %7s %9s %12s %12s %12s %14s\n", "server", "clients", "requests", "tokens", "wall s", "agg tok/s", "decode tok/s", "TTFT p50 ms", "TTFT p99 ms")
 	}
 	for _, c := range cs {
 		lv, err := level(endpoint, body, c, *requests)
 		if err != nil {
 			log.Fatalf("%d clients: %v", c, err)
 		}
-		lv.Server, lv.PromptToken = *name, len(prompt)
+		lv.Server, lv.PromptToken = *name, *promptLen
 		if *asJSON {
 			json.NewEncoder(os.Stdout).Encode(lv)
 		} else {
-			fmt.Printf("%-10s %7d %8d %7d %9.2f %12.2f %12.1f %14.1f\n", lv.Server, lv.Clients, lv.Requests, lv.Tokens, lv.WallS, lv.TokS, lv.TTFTp50ms, lv.TTFTp99ms)
+			fmt.Printf("%-10s %7d %8d %7d %9.2f %12.2f %12.2f %12.1f %14.1f\n", lv.Server, lv.Clients, lv.Requests, lv.Tokens, lv.WallS, lv.TokS, lv.DecodeTokS, lv.TTFTp50ms, lv.TTFTp99ms)
 		}
 	}
 }
@@ -105,7 +117,7 @@ type result struct {
 	tokens int
 }
 
-func level(endpoint string, body []byte, clients, requests int) (Level, error) {
+func level(endpoint string, body func() []byte, clients, requests int) (Level, error) {
 	var mu sync.Mutex
 	var rs []result
 	var firstErr error
@@ -116,7 +128,7 @@ func level(endpoint string, body []byte, clients, requests int) (Level, error) {
 		go func() {
 			defer wg.Done()
 			for range requests {
-				r, err := one(endpoint, body)
+				r, err := one(endpoint, body())
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err
@@ -146,6 +158,7 @@ func level(endpoint string, body []byte, clients, requests int) (Level, error) {
 	lv.TokS = float64(lv.Tokens) / wall.Seconds()
 	lv.TTFTp50ms, lv.TTFTp99ms = quantile(ttft, 0.5), quantile(ttft, 0.99)
 	lv.PerReqTokS = quantile(per, 0.5)
+	lv.DecodeTokS = float64(clients) * lv.PerReqTokS
 	return lv, nil
 }
 

@@ -30,7 +30,7 @@ func TestLevelCountsUsage(t *testing.T) {
 			}
 			fmt.Fprint(w, "data: [DONE]\n\n")
 		}))
-		lv, err := level(hs.URL, []byte("{}"), 2, 3)
+		lv, err := level(hs.URL, func() []byte { return []byte("{}") }, 2, 3)
 		hs.Close()
 		want := 2 * 3 * 3
 		if usage {
