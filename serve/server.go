@@ -1,11 +1,12 @@
 // Package serve is cflowc serve: an OpenAI-compatible HTTP server (chat and
 // text completions, streaming or not, models, health) over one model file.
 // One scheduler goroutine owns the engine and advances every active
-// sequence each tick in one pass over the weights (runtime.StepBatch; each
-// sequence has its own KV cache; requests join and leave between ticks,
-// and new prompts are prefilled in batches); handlers only parse, validate
-// and stream. Decoding is the generate package's and the batched step is
-// bit-identical to a lone Step, so a greedy reply is exactly `cflowc run`'s.
+// sequence each tick in one pass over the weights (runtime.StepFeeds: each
+// decoding sequence's token and chunks of new prompts together; each
+// sequence has its own KV cache; requests join and leave between ticks);
+// handlers only parse, validate and stream. Decoding is the generate
+// package's and the batched step is bit-identical to a lone Step, so a
+// greedy reply is exactly `cflowc run`'s.
 package serve
 
 import (
