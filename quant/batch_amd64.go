@@ -188,10 +188,18 @@ func q4avx2i8x4(sc, data *byte, rows, groups int, cols *[4]vnniCol)
 func q8avx2i8x4(sc, data *byte, rows, groups int, cols *[4]vnniCol)
 
 // dotQ4AVX2I8Batch is the avx2i8 path's DotBatch for Q4_0: four columns at
-// a time, the last B mod 4 through the single-column kernel.
+// a time, the last B mod 4 through the single-column kernel. The
+// four-column kernel applies the bias in float (see foldBias), so a tile
+// with pad nibbles goes through the single-column kernel column by column.
 func dotQ4AVX2I8Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {
 	g, g0 := Groups(t.Cols), col/GroupSize
 	j := 0
+	if foldBias(t) == 0 {
+		j = len(xs) &^ 3
+		for i := range j {
+			dotQ4AVX2I8(t, xs[i], col, ys[i])
+		}
+	}
 	for ; j+4 <= len(xs); j += 4 {
 		var cs [4]vnniCol
 		for i := range cs {

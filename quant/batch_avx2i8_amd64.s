@@ -10,14 +10,12 @@
 // copied into the frame, so the inner loop addresses all four columns off
 // SP and one offset register instead of twelve pointers.
 
-// Frame (q4avx2i8x4): per column c, its row scales times its activation
-// scales at c·32 (32 bytes of slack after the last for the shifted
-// VPERMPS loads); the row's own scales at 160 (lanes ≥ groups stay 0);
-// column c's xl, xh, c4 and dx at 192 + c·416 (+0, +128, +256, +384);
-// its dx in even/odd group order (see f16perm) at 1856 + c·32, and its
-// per-group bias sums (c4's four lanes added, as floats, same order) at
-// 1984 + c·32; the full-row loop's row sums, four floats (columns 0..3)
-// per row, at 2112 (up to 128 rows).
+// Frame (q4avx2i8x4): the row's own scales at 160 (lanes ≥ groups stay
+// 0; bytes 0–159 are unused); column c's xl, xh, c4 and dx at
+// 192 + c·416 (+0, +128, +256, +384); its dx in even/odd group order (see
+// kernels_avx2i8_amd64.s, f16perm) at 1856 + c·32, and its per-group bias
+// sums (c4's four lanes added, as floats, same order) at 1984 + c·32; the
+// row sums, four floats (columns 0..3) per row, at 2112 (up to 128 rows).
 #define Q4XL(c) (192+(c)*416)
 #define Q4XH(c) (192+(c)*416+128)
 #define Q4C4(c) (192+(c)*416+256)
@@ -137,21 +135,10 @@ done:
 	VADDSS       (R12)(R9*1), X2, X1; \
 	VMOVSS       X1, (R12)(R9*1)
 
-// Q4COL adds the unpacked group pair (Y4 low, Y5 high nibbles) times
-// column c's activation pair (offset R11) into acc.
-#define Q4COL(c, acc) \
-	VPMADDUBSW  Q4XL(c)(SP)(R11*1), Y4, Y8; \
-	VPMADDUBSW  Q4XH(c)(SP)(R11*1), Y5, Y9; \
-	VPADDW      Y9, Y8, Y8;                 \
-	VPMADDWD    Y14, Y8, Y8;                \
-	VPADDD      Q4C4(c)(SP)(R11*1), Y8, Y8; \
-	VCVTDQ2PS   Y8, Y8;                     \
-	VPERMPS     ((c)*32)(SP)(AX*1), Y13, Y9; \
-	VFMADD231PS Y9, Y8, acc
-
-// Q4COLT is Q4COL for a full row (pair p unrolled): the scales come from
-// column c's even/odd table t by an in-lane VPERMILPS, and the −8·Σx bias
-// is left out (the row adds it once per column, see q4x4full).
+// Q4COLT adds the unpacked group pair p (Y4 low, Y5 high nibbles) times
+// column c's activation pair into acc, scaled from the column's even/odd
+// table t by an in-lane VPERMILPS; the −8·Σx bias is left out (the row
+// adds it once per column).
 #define Q4COLT(c, p, t, acc) \
 	VPMADDUBSW  (Q4XL(c)+32*(p))(SP), Y4, Y8; \
 	VPMADDUBSW  (Q4XH(c)+32*(p))(SP), Y5, Y9; \
@@ -183,7 +170,29 @@ done:
 	Q4COLT(2, p, Y10, Y2);     \
 	Q4COLT(3, p, Y11, Y3)
 
+// Q4HALFT is Q4PAIRT for a row's lone last group (an odd group count):
+// a 16-byte load zeroes the upper lanes, whose table lanes are zero too.
+#define Q4HALFT(p) \
+	VMOVDQU (32*(p))(DI), X4;  \
+	VPSRLW  $4, Y4, Y5;        \
+	VPAND   Y15, Y4, Y4;       \
+	VPAND   Y15, Y5, Y5;       \
+	Q4COLT(0, p, Y6, Y0);      \
+	Q4COLT(1, p, Y7, Y1);      \
+	Q4COLT(2, p, Y10, Y2);     \
+	Q4COLT(3, p, Y11, Y3)
+
 // func q4avx2i8x4(sc, data *byte, rows, groups int, cols *[4]vnniCol)
+//
+// A row at a time: each column's table (the row's scales times the
+// column's activation scales, even/odd group order) in Y6, Y7, Y10, Y11;
+// the group pairs unrolled (the in-lane VPERMILPS takes its pair as an
+// immediate), a short row leaving after its last pair. The Q4 bias enters
+// per row and column as table · (Σ of each group's c4 lanes), one FMA
+// instead of an integer add per group pair; the products stay exact
+// integers until the scale multiply either way. Table lanes past the
+// row's groups are zero, so the activation's next groups (read by the
+// 32-byte loads) contribute nothing.
 TEXT ·q4avx2i8x4(SB), $4160-40
 	MOVQ         sc+0(FP), SI
 	MOVQ         data+8(FP), DI
@@ -200,37 +209,28 @@ TEXT ·q4avx2i8x4(SB), $4160-40
 	MOVL         $0x00010001, AX
 	VMOVD        AX, X14
 	VPBROADCASTD X14, Y14
-	VMOVDQU      i8lanes4<>(SB), Y13
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, 128(SP)
 	VMOVUPS      Y0, 160(SP)
+	MOVQ         R8, R10
+	SHLQ         $4, R10           // a row's nibble bytes
 	XORQ         R9, R9
-	CMPQ         R8, $8
-	JNE          q4x4row
-
-	// Full rows: each column's table (row scales times its activation
-	// scales, even/odd order) in Y6, Y7, Y10, Y11. The Q4 bias is applied
-	// per row and column as table · (Σ of each group's c4 lanes), one FMA
-	// instead of an integer add per group pair; the products stay exact
-	// integers until the scale multiply, as with the per-pair add.
 	Q4BIAS(0)
 	Q4BIAS(1)
 	Q4BIAS(2)
 	Q4BIAS(3)
-	VMOVDQU      f32perm4<>(SB), Y12
-	VPERMPS      Q4DX(0)(SP), Y12, Y13
-	VMOVUPS      Y13, Q4TDX(0)(SP)
-	VPERMPS      Q4DX(1)(SP), Y12, Y13
-	VMOVUPS      Y13, Q4TDX(1)(SP)
-	VPERMPS      Q4DX(2)(SP), Y12, Y13
-	VMOVUPS      Y13, Q4TDX(2)(SP)
-	VPERMPS      Q4DX(3)(SP), Y12, Y13
-	VMOVUPS      Y13, Q4TDX(3)(SP)
+	VMOVDQU      f32perm4<>(SB), Y13
+	VPERMPS      Q4DX(0)(SP), Y13, Y12
+	VMOVUPS      Y12, Q4TDX(0)(SP)
+	VPERMPS      Q4DX(1)(SP), Y13, Y12
+	VMOVUPS      Y12, Q4TDX(1)(SP)
+	VPERMPS      Q4DX(2)(SP), Y13, Y12
+	VMOVUPS      Y12, Q4TDX(2)(SP)
+	VPERMPS      Q4DX(3)(SP), Y13, Y12
+	VMOVUPS      Y12, Q4TDX(3)(SP)
 
-q4x4full:
-	VMOVDQU   (SI), X12
-	VPSHUFB   f16perm4<>(SB), X12, X12
-	VCVTPH2PS X12, Y12
+q4x4row:
+	ROWDW(q4x4dwp, q4x4dwe, q4x4dwd)
+	VPERMPS   Y6, Y13, Y12
 	VMULPS    Q4TDX(0)(SP), Y12, Y6
 	VMULPS    Q4TDX(1)(SP), Y12, Y7
 	VMULPS    Q4TDX(2)(SP), Y12, Y10
@@ -239,21 +239,53 @@ q4x4full:
 	VXORPS    Y1, Y1, Y1
 	VXORPS    Y2, Y2, Y2
 	VXORPS    Y3, Y3, Y3
+	CMPQ      R8, $2
+	JLT       q4x4h0
 	Q4PAIRT(0)
+	CMPQ      R8, $4
+	JLT       q4x4h1
 	Q4PAIRT(1)
+	CMPQ      R8, $6
+	JLT       q4x4h2
 	Q4PAIRT(2)
+	CMPQ      R8, $8
+	JLT       q4x4h3
 	Q4PAIRT(3)
+	JMP       q4x4bias
+
+q4x4h0:
+	Q4HALFT(0)
+	JMP       q4x4bias
+
+q4x4h1:
+	TESTQ     $1, R8
+	JZ        q4x4bias
+	Q4HALFT(1)
+	JMP       q4x4bias
+
+q4x4h2:
+	TESTQ     $1, R8
+	JZ        q4x4bias
+	Q4HALFT(2)
+	JMP       q4x4bias
+
+q4x4h3:
+	TESTQ     $1, R8
+	JZ        q4x4bias
+	Q4HALFT(3)
+
+q4x4bias:
 	VFMADD231PS Q4CF(0)(SP), Y6, Y0
 	VFMADD231PS Q4CF(1)(SP), Y7, Y1
 	VFMADD231PS Q4CF(2)(SP), Y10, Y2
 	VFMADD231PS Q4CF(3)(SP), Y11, Y3
 	SUM4
 	VMOVUPS   X8, Q4ROWS(SP)(R9*4)
-	ADDQ      $128, DI
-	ADDQ      $16, SI
+	ADDQ      R10, DI
+	LEAQ      (SI)(R8*2), SI
 	ADDQ      $4, R9
 	DECQ      CX
-	JNZ       q4x4full
+	JNZ       q4x4row
 
 	// The row sums go into the columns' outputs four rows at a time
 	// (a 4×4 transpose), the last rows mod 4 one at a time.
@@ -297,64 +329,7 @@ q4x4done:
 	VZEROUPPER
 	RET
 
-q4x4row:
-	ROWDW(q4x4dwp, q4x4dwe, q4x4dwd)
-	VMULPS  Q4DX(0)(SP), Y6, Y7
-	VMOVUPS Y7, 0(SP)
-	VMULPS  Q4DX(1)(SP), Y6, Y7
-	VMOVUPS Y7, 32(SP)
-	VMULPS  Q4DX(2)(SP), Y6, Y7
-	VMOVUPS Y7, 64(SP)
-	VMULPS  Q4DX(3)(SP), Y6, Y7
-	VMOVUPS Y7, 96(SP)
-	VXORPS  Y0, Y0, Y0
-	VXORPS  Y1, Y1, Y1
-	VXORPS  Y2, Y2, Y2
-	VXORPS  Y3, Y3, Y3
-	XORQ    R11, R11
-	XORQ    AX, AX
-	MOVQ    R8, DX
-	CMPQ    DX, $2
-	JLT     q4x4odd
-
-q4x4pair:
-	VMOVDQU (DI), Y4
-	ADDQ    $32, DI
-
-q4x4step:
-	VPSRLW  $4, Y4, Y5
-	VPAND   Y15, Y4, Y4
-	VPAND   Y15, Y5, Y5
-	Q4COL(0, Y0)
-	Q4COL(1, Y1)
-	Q4COL(2, Y2)
-	Q4COL(3, Y3)
-	ADDQ    $32, R11
-	ADDQ    $8, AX
-	SUBQ    $2, DX
-	CMPQ    DX, $2
-	JGE     q4x4pair
-
-q4x4odd:
-	TESTQ   DX, DX
-	JLE     q4x4sum
-	VMOVDQU (DI), X4           // one group; the upper lane is zeroed
-	ADDQ    $16, DI
-	JMP     q4x4step
-
-q4x4sum:
-	YOUT
-	LEAQ (SI)(R8*2), SI
-	ADDQ $4, R9
-	DECQ CX
-	JNZ  q4x4row
-	VZEROUPPER
-	RET
-
-// f16perm4 and f32perm4 are kernels_avx2i8_amd64.s's f16perm and f32perm.
-DATA f16perm4<>+0(SB)/8, $0x0d0c090805040100
-DATA f16perm4<>+8(SB)/8, $0x0f0e0b0a07060302
-GLOBL f16perm4<>(SB), RODATA|NOPTR, $16
+// f32perm4 is kernels_avx2i8_amd64.s's f32perm.
 DATA f32perm4<>+0(SB)/4, $0
 DATA f32perm4<>+4(SB)/4, $2
 DATA f32perm4<>+8(SB)/4, $4
@@ -364,16 +339,6 @@ DATA f32perm4<>+20(SB)/4, $3
 DATA f32perm4<>+24(SB)/4, $5
 DATA f32perm4<>+28(SB)/4, $7
 GLOBL f32perm4<>(SB), RODATA|NOPTR, $32
-
-DATA i8lanes4<>+0(SB)/4, $0
-DATA i8lanes4<>+4(SB)/4, $0
-DATA i8lanes4<>+8(SB)/4, $0
-DATA i8lanes4<>+12(SB)/4, $0
-DATA i8lanes4<>+16(SB)/4, $1
-DATA i8lanes4<>+20(SB)/4, $1
-DATA i8lanes4<>+24(SB)/4, $1
-DATA i8lanes4<>+28(SB)/4, $1
-GLOBL i8lanes4<>(SB), RODATA|NOPTR, $32
 
 // Frame (q8avx2i8x4): column c's row scales at c·32, the row's own at
 // 160, its x8 block and dx at 192 + c·288 (+0, +256).

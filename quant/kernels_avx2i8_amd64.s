@@ -159,11 +159,16 @@ GLOBL f32perm<>(SB), RODATA|NOPTR, $32
 	Q4ROWT((32*(p))(DI)(R10*2), Y8, 0x55*(p), Y2); \
 	Q4ROWT((32*(p))(DI)(R11*1), Y12, 0x55*(p), Y3)
 
-// func q4avx2i8(sc, data *byte, rows, groups int, xl, xh *int8, c4 *int32, dx, y *float32)
+// func q4avx2i8(sc, data *byte, rows, groups int, xl, xh *int8, c4 *int32, dx, y *float32, fold int)
+//
+// fold ≠ 0 lets full rows (8 groups) take the loop that applies the bias
+// once per row in float (q4i8full); the caller passes 0 when the tile's
+// last group has pad nibbles, whose 8·x against live activations past the
+// tile would then cancel in float instead of in the integers.
 //
 // Frame: four rows' scale tables (32 bytes each) and 32 bytes of slack
 // for the last row's shifted VPERMPS loads.
-TEXT ·q4avx2i8(SB), NOSPLIT, $160-72
+TEXT ·q4avx2i8(SB), NOSPLIT, $160-80
 	MOVQ         sc+0(FP), SI
 	MOVQ         data+8(FP), DI
 	MOVQ         rows+16(FP), CX
@@ -191,6 +196,9 @@ TEXT ·q4avx2i8(SB), NOSPLIT, $160-72
 	JLT          q4i8one
 	CMPQ         R8, $8
 	JNE          q4i8four
+	MOVQ         fold+72(FP), AX
+	TESTQ        AX, AX
+	JZ           q4i8four
 
 	// Full rows, four at a time: the tables live in Y6, Y7, Y8, Y12. The
 	// Q4 bias enters once per row as table · (Σ of each group's c4 lanes,
