@@ -188,47 +188,71 @@ func specialCorpus() []string {
 }
 
 func TestReferenceIDs(t *testing.T) {
-	texts := append(corpus(), specialCorpus()...)
 	for _, model := range refModels {
 		t.Run(model, func(t *testing.T) {
 			tk := refTokenizer(t, model)
-			var got [][]int
-			for _, s := range texts {
-				ids, err := tk.Encode(s)
-				if err != nil {
-					t.Fatalf("Encode(%q): %v", s, err)
-				}
-				got = append(got, ids)
-			}
-			ref := runRef(t, model, texts, got)
+			rc := referenceFor(t, model)
 			bad := 0
-			for i, s := range texts {
-				if fmt.Sprint(got[i]) != fmt.Sprint(ref.Plain[i]) {
+			for i, s := range rc.texts {
+				got := rc.encoded[i]
+				if fmt.Sprint(got) != fmt.Sprint(rc.ans.Plain[i]) {
 					bad++
 					if bad <= 5 {
-						t.Errorf("%s: text %d %q\n got %v\nwant %v", model, i, s, got[i], ref.Plain[i])
+						t.Errorf("%s: text %d %q\n got %v\nwant %v", model, i, s, got, rc.ans.Plain[i])
 					}
 				}
 				withSpecial, err := tk.EncodeWith(s, EncodeOptions{AddSpecial: true})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if fmt.Sprint(withSpecial) != fmt.Sprint(ref.Special[i]) {
-					t.Errorf("%s: text %d with special tokens added: got %v want %v", model, i, withSpecial[:min(5, len(withSpecial))], ref.Special[i][:min(5, len(ref.Special[i]))])
+				if fmt.Sprint(withSpecial) != fmt.Sprint(rc.ans.Special[i]) {
+					t.Errorf("%s: text %d with special tokens added: got %v want %v", model, i, withSpecial[:min(5, len(withSpecial))], rc.ans.Special[i][:min(5, len(rc.ans.Special[i]))])
 				}
-				dec, err := tk.Decode(got[i], false)
+				dec, err := tk.Decode(got, false)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if dec != ref.Decoded[i] {
-					t.Errorf("%s: decode of text %d: got %q want %q", model, i, dec, ref.Decoded[i])
+				if dec != rc.ans.Decoded[i] {
+					t.Errorf("%s: decode of text %d: got %q want %q", model, i, dec, rc.ans.Decoded[i])
 				}
 			}
 			if bad > 0 {
-				t.Errorf("%s: %d of %d texts differ", model, bad, len(texts))
+				t.Errorf("%s: %d of %d texts differ", model, bad, len(rc.texts))
 			}
 		})
 	}
+}
+
+// refCase is one model's comparison material and the reference's answer,
+// asked of node once per test process (loading a 262k-vocabulary
+// tokenizer there takes seconds): the corpus and its encodings for
+// TestReferenceIDs, then the id lists TestReferenceDecode decodes.
+type refCase struct {
+	texts   []string
+	encoded [][]int
+	lists   [][]int
+	ans     refAnswer // Decoded: the encodings', then the lists'
+}
+
+var refCases sync.Map // model → *refCase
+
+func referenceFor(t *testing.T, model string) *refCase {
+	t.Helper()
+	if rc, ok := refCases.Load(model); ok {
+		return rc.(*refCase)
+	}
+	tk := refTokenizer(t, model)
+	rc := &refCase{texts: append(corpus(), specialCorpus()...), lists: decodeLists(t, tk)}
+	for _, s := range rc.texts {
+		ids, err := tk.Encode(s)
+		if err != nil {
+			t.Fatalf("Encode(%q): %v", s, err)
+		}
+		rc.encoded = append(rc.encoded, ids)
+	}
+	rc.ans = runRef(t, model, rc.texts, append(append([][]int{}, rc.encoded...), rc.lists...))
+	refCases.Store(model, rc)
+	return rc
 }
 
 // TestRoundTrip: decode(encode(x)) == x for every corpus text without
@@ -308,71 +332,77 @@ func byteIDs(t *testing.T, tk *HF, b []byte) []int {
 // ids from the whole vocabulary; with tokenizer_config.json's
 // clean_up_tokenization_spaces (Llama 3) applied as it is there.
 func TestReferenceDecode(t *testing.T) {
-	bad := [][]byte{{0xE4, 0xBD}, {0xEF, 0xBB, 0xBF, 'A'}, {'A', 0xEF, 0xBB, 0xBF}, {0xC0, 0x80}, {0xED, 0xA0, 0x80},
-		{0xF4, 0x90, 0x80, 0x80}, {0xF0, 0x9F, 0x98}, {0x80}, {0xE4, 0xBD, 0xA0, 0xE5}, {0xF0, 0x9F, 0x98, 0x80}, {0xE0, 0x80, 0xAF}}
-	cutTexts := []string{"这是一个测试。我们喜欢编程！", "Emoji: 😀🎉👍🏽 👨‍👩‍👧‍👦 ❤️ 🇫🇷 ✨🚀", "Ünïcödé àccents: café ½ Ⅻ", "한국어 문장입니다. ไทย हिन्दी"}
 	for _, model := range refModels {
 		t.Run(model, func(t *testing.T) {
 			tk := refTokenizer(t, model)
-			var lists [][]int
-			for _, s := range randomByteTexts() {
-				ids, err := tk.Encode(s)
-				if err != nil {
-					t.Fatal(err)
-				}
-				lists = append(lists, ids)
-			}
-			for _, s := range append(cutTexts, corpus()[26:30]...) {
-				ids, err := tk.Encode(s)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for k := 1; k < len(ids); k++ {
-					lists = append(lists, ids[:k], ids[k:])
-				}
-			}
-			hello, err := tk.Encode(" hello")
-			if err != nil {
-				t.Fatal(err)
-			}
-			special := -1
-			for id := 0; id < tk.VocabSize() && special < 0; id++ {
-				if tk.IsSpecial(id) {
-					special = id
-				}
-			}
-			for _, b := range bad {
-				ids := byteIDs(t, tk, b)
-				lists = append(lists, ids,
-					append(append(append([]int{}, hello...), ids...), hello...),
-					append(append([]int{special}, ids...), special))
-			}
-			rng := rand.New(rand.NewPCG(16, 2))
-			for k := 0; k < 30; k++ {
-				ids := make([]int, 1+rng.IntN(30))
-				for i := range ids {
-					ids[i] = rng.IntN(tk.VocabSize())
-				}
-				lists = append(lists, ids)
-			}
-			ref := runRef(t, model, nil, lists)
+			rc := referenceFor(t, model)
 			wrong := 0
-			for i, ids := range lists {
+			for i, ids := range rc.lists {
 				got, err := tk.Decode(ids, false)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got != ref.Decoded[i] {
+				if want := rc.ans.Decoded[len(rc.texts)+i]; got != want {
 					if wrong++; wrong <= 8 {
-						t.Errorf("%s: decode %v:\n got %+q\nwant %+q", model, ids, got, ref.Decoded[i])
+						t.Errorf("%s: decode %v:\n got %+q\nwant %+q", model, ids, got, want)
 					}
 				}
 			}
 			if wrong > 0 {
-				t.Errorf("%s: %d of %d id lists decode differently", model, wrong, len(lists))
+				t.Errorf("%s: %d of %d id lists decode differently", model, wrong, len(rc.lists))
 			}
 		})
 	}
+}
+
+// decodeLists are TestReferenceDecode's id lists for tk.
+func decodeLists(t *testing.T, tk *HF) [][]int {
+	t.Helper()
+	bad := [][]byte{{0xE4, 0xBD}, {0xEF, 0xBB, 0xBF, 'A'}, {'A', 0xEF, 0xBB, 0xBF}, {0xC0, 0x80}, {0xED, 0xA0, 0x80},
+		{0xF4, 0x90, 0x80, 0x80}, {0xF0, 0x9F, 0x98}, {0x80}, {0xE4, 0xBD, 0xA0, 0xE5}, {0xF0, 0x9F, 0x98, 0x80}, {0xE0, 0x80, 0xAF}}
+	cutTexts := []string{"这是一个测试。我们喜欢编程！", "Emoji: 😀🎉👍🏽 👨‍👩‍👧‍👦 ❤️ 🇫🇷 ✨🚀", "Ünïcödé àccents: café ½ Ⅻ", "한국어 문장입니다. ไทย हिन्दी"}
+	var lists [][]int
+	for _, s := range randomByteTexts() {
+		ids, err := tk.Encode(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lists = append(lists, ids)
+	}
+	for _, s := range append(cutTexts, corpus()[26:30]...) {
+		ids, err := tk.Encode(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := 1; k < len(ids); k++ {
+			lists = append(lists, ids[:k], ids[k:])
+		}
+	}
+	hello, err := tk.Encode(" hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	special := -1
+	for id := 0; id < tk.VocabSize() && special < 0; id++ {
+		if tk.IsSpecial(id) {
+			special = id
+		}
+	}
+	for _, b := range bad {
+		ids := byteIDs(t, tk, b)
+		lists = append(lists, ids,
+			append(append(append([]int{}, hello...), ids...), hello...),
+			append(append([]int{special}, ids...), special))
+	}
+	rng := rand.New(rand.NewPCG(16, 2))
+	for k := 0; k < 30; k++ {
+		ids := make([]int, 1+rng.IntN(30))
+		for i := range ids {
+			ids[i] = rng.IntN(tk.VocabSize())
+		}
+		lists = append(lists, ids)
+	}
+	return lists
 }
 
 // TestUTF8TextAgainstNode: utf8Text equals the reference's TextDecoder

