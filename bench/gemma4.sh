@@ -48,7 +48,7 @@ gguf="$out/$geometry-q4_0.gguf"
 [ -f "$ckpt/config.json" ] || "$cflowc" dev synth --geometry "$geometry" -o "$ckpt"
 [ -f "$cflow" ] || "$cflowc" convert -q --quant q4_0 -o "$cflow" "$ckpt"
 if [ ! -f "$gguf" ] || [ "$gguf" -ot "$cflow" ]; then
-	"$cflowc" export gguf -o "$gguf" "$cflow" 2>/dev/null
+	"$cflowc" export gguf -o "$gguf" "$cflow" >/dev/null 2>&1
 fi
 
 if [ "${CHECK:-1}" != 0 ]; then
@@ -61,7 +61,7 @@ if [ "${CHECK:-1}" != 0 ]; then
 			"$ckpt/config.json" "$view/config.json"
 		"$cflowc" convert -q --quant q4_0 -o "$vcflow" "$view"
 	fi
-	"$cflowc" export gguf -o "$out/view.gguf" "$vcflow" 2>/dev/null
+	"$cflowc" export gguf -o "$out/view.gguf" "$vcflow" >/dev/null 2>&1
 	cmp -s "$out/view.gguf" "$gguf" && echo "cross-check: the float32-scale copy exports the same GGUF bytes" ||
 		{ echo "cross-check: the copy's GGUF differs from $gguf" >&2; exit 1; }
 	rm -f "$out/view.gguf"
