@@ -34,6 +34,8 @@ func TestNewcomerBadArguments(t *testing.T) {
 		// Endless: ran for hours.
 		{[]string{"bench", model, "--runs", "100000000"}, "--runs 100000000 outside 1..1000"},
 		{[]string{"bench", model, "--probe-runs", "100000000"}, "--probe-runs 100000000 outside 1..1000"},
+		// An empty stop string was shown as "--stop []".
+		{[]string{"run", model, "--prompt-ids", "1", "--stop", "x", "--stop", ""}, `--stop ["x" ""]: `},
 		// Ignored without a word.
 		{[]string{"run", model, "--prompt-ids", "1", "--system", "be brief"}, "--system applies to --chat"},
 		// Unknown subcommands exited 3 ("No help topic") or blamed -o.

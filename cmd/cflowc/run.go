@@ -79,7 +79,12 @@ func samplingParams(c *cli.Context) (p generate.Params, chosen bool) {
 func flagError(cmd string, err error) error {
 	var pe *generate.ParamError
 	if errors.As(err, &pe) {
-		return cli.Exit(fmt.Sprintf("%s: --%s %v: %s", cmd, strings.ReplaceAll(pe.Param, "_", "-"), pe.Value, pe.Reason), exitUsage)
+		v := fmt.Sprint(pe.Value)
+		switch pe.Value.(type) {
+		case string, []string: // quoted, so an empty --stop "" shows as [""], not []
+			v = fmt.Sprintf("%q", pe.Value)
+		}
+		return cli.Exit(fmt.Sprintf("%s: --%s %s: %s", cmd, strings.ReplaceAll(pe.Param, "_", "-"), v, pe.Reason), exitUsage)
 	}
 	return cli.Exit(cmd+": "+err.Error(), exitUsage)
 }
