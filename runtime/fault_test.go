@@ -52,33 +52,46 @@ func TestTruncatedUnderEngine(t *testing.T) {
 	}
 }
 
-// TestTruncatedBeforeNUMACopy: on a multi-node topology the engine copies
-// the file's tiles into node-local memory at New, on each node's pinned
-// workers. A file truncated before that copy (the window is the whole
-// model's read) makes New return a FormatError naming the file — the
-// workers' faults reach the caller — instead of an engine whose tiles were
+// TestTruncatedBeforeNUMACopy: on a multi-node topology New reads the whole
+// mapping on each node's pinned workers — copying the tiles into
+// node-local memory (a file planned for another node count) or touching
+// them in place (a file planned for these nodes). A file truncated before
+// that makes New return a FormatError naming the file — the workers'
+// faults reach the caller — instead of an engine whose copies were
 // silently left zero.
 func TestTruncatedBeforeNUMACopy(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "s.cflow")
-	if _, err := convert.Convert(context.Background(), "../models/stories260K.bin", path, convert.Options{Quant: quant.Q8_0}); err != nil {
-		t.Fatal(err)
-	}
-	m, err := vflowfmt.OpenModel(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	if err := os.Truncate(path, 0); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv(numa.EnvTopology, "0:0;1:1")
-	e, err := New(m, Options{Threads: 2, Placer: &numa.Recorder{}, Kernel: testKernel})
-	if err == nil {
-		e.Close()
-		t.Fatalf("New copied the tiles of a truncated file without an error (%s)", e.NUMA())
-	}
-	var fe *cflowfmt.FormatError
-	if !errors.As(err, &fe) || fe.File != path || !strings.Contains(err.Error(), "truncated or replaced while open") {
-		t.Fatalf("want a FormatError naming %s, got %v", path, err)
+	for _, c := range []struct {
+		mode      string
+		planNodes int
+	}{{"copy", 1}, {"in-place", 2}} {
+		path := filepath.Join(t.TempDir(), "s.cflow")
+		if _, err := convert.Convert(context.Background(), "../models/stories260K.bin", path, convert.Options{Quant: quant.Q8_0, NUMANodes: c.planNodes}); err != nil {
+			t.Fatal(err)
+		}
+		m, err := vflowfmt.OpenModel(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv(numa.EnvTopology, "0:0;1:1")
+		if e, err := New(m, Options{Threads: 2, Placer: &numa.Recorder{}, Kernel: testKernel}); err != nil {
+			t.Fatal(err)
+		} else if mode := e.NUMA().Mode; mode != c.mode {
+			t.Fatalf("placement %q, want %q (%s)", mode, c.mode, e.NUMA())
+		} else {
+			e.Close()
+		}
+		if err := os.Truncate(path, 0); err != nil {
+			t.Fatal(err)
+		}
+		e, err := New(m, Options{Threads: 2, Placer: &numa.Recorder{}, Kernel: testKernel})
+		if err == nil {
+			e.Close()
+			t.Fatalf("%s: New read the tiles of a truncated file without an error (%s)", c.mode, e.NUMA())
+		}
+		var fe *cflowfmt.FormatError
+		if !errors.As(err, &fe) || fe.File != path || !strings.Contains(err.Error(), "truncated or replaced while open") {
+			t.Fatalf("%s: want a FormatError naming %s, got %v", c.mode, path, err)
+		}
+		m.Close()
 	}
 }
