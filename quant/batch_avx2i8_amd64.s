@@ -111,29 +111,43 @@ done:
 	VADDSS       (R12)(R9*1), X2, X1; \
 	VMOVSS       X1, (R12)(R9*1)
 
-// YOUT adds the four accumulators' horizontal sums (Y0..Y3, columns
-// 0..3) into each column's y at row offset R9. Clobbers R12, X1, X2.
-#define YOUT \
-	VHADDPS      Y1, Y0, Y0;        \
-	VHADDPS      Y3, Y2, Y2;        \
-	VHADDPS      Y2, Y0, Y0;        \
-	VEXTRACTF128 $1, Y0, X1;        \
-	VADDPS       X1, X0, X0;        \
-	MOVQ         32(BX), R12;       \
-	VADDSS       (R12)(R9*1), X0, X1; \
-	VMOVSS       X1, (R12)(R9*1);   \
-	VMOVSHDUP    X0, X2;            \
-	MOVQ         72(BX), R12;       \
-	VADDSS       (R12)(R9*1), X2, X1; \
-	VMOVSS       X1, (R12)(R9*1);   \
-	VMOVHLPS     X0, X0, X2;        \
-	MOVQ         112(BX), R12;      \
-	VADDSS       (R12)(R9*1), X2, X1; \
-	VMOVSS       X1, (R12)(R9*1);   \
-	VPERMILPS    $0xff, X0, X2;     \
-	MOVQ         152(BX), R12;      \
-	VADDSS       (R12)(R9*1), X2, X1; \
-	VMOVSS       X1, (R12)(R9*1)
+// FLUSHROWS adds the row sums stored at off(SP) (four floats, columns
+// 0..3, per row) into the columns' outputs: four rows at a time after a
+// 4×4 transpose, the last rows mod 4 one at a time. Jumps to done.
+#define FLUSHROWS(off, l4, l1, done) \
+	MOVQ rows+16(FP), CX; \
+	XORQ R9, R9;          \
+	CMPQ CX, $4;          \
+	JLT  l1;              \
+l4: \
+	VMOVUPS   off(SP)(R9*4), X0;      \
+	VMOVUPS   (off+16)(SP)(R9*4), X1; \
+	VMOVUPS   (off+32)(SP)(R9*4), X2; \
+	VMOVUPS   (off+48)(SP)(R9*4), X3; \
+	VUNPCKLPS X1, X0, X4; \
+	VUNPCKHPS X1, X0, X5; \
+	VUNPCKLPS X3, X2, X6; \
+	VUNPCKHPS X3, X2, X7; \
+	VUNPCKLPD X6, X4, X0; \
+	VUNPCKHPD X6, X4, X1; \
+	VUNPCKLPD X7, X5, X2; \
+	VUNPCKHPD X7, X5, X3; \
+	YADD4(0, X0);         \
+	YADD4(40, X1);        \
+	YADD4(80, X2);        \
+	YADD4(120, X3);       \
+	ADDQ      $16, R9;    \
+	SUBQ      $4, CX;     \
+	CMPQ      CX, $4;     \
+	JGE       l4;         \
+l1: \
+	TESTQ   CX, CX;       \
+	JZ      done;         \
+	VMOVUPS off(SP)(R9*4), X0; \
+	YSCATTER;             \
+	ADDQ    $4, R9;       \
+	DECQ    CX;           \
+	JMP     l1
 
 // Q4COLT adds the unpacked group pair p (Y4 low, Y5 high nibbles) times
 // column c's activation pair into acc, scaled from the column's even/odd
@@ -287,43 +301,7 @@ q4x4bias:
 	DECQ      CX
 	JNZ       q4x4row
 
-	// The row sums go into the columns' outputs four rows at a time
-	// (a 4×4 transpose), the last rows mod 4 one at a time.
-	MOVQ rows+16(FP), CX
-	XORQ R9, R9
-	CMPQ CX, $4
-	JLT  q4x4flush1
-
-q4x4flush4:
-	VMOVUPS   Q4ROWS(SP)(R9*4), X0
-	VMOVUPS   (Q4ROWS+16)(SP)(R9*4), X1
-	VMOVUPS   (Q4ROWS+32)(SP)(R9*4), X2
-	VMOVUPS   (Q4ROWS+48)(SP)(R9*4), X3
-	VUNPCKLPS X1, X0, X4
-	VUNPCKHPS X1, X0, X5
-	VUNPCKLPS X3, X2, X6
-	VUNPCKHPS X3, X2, X7
-	VUNPCKLPD X6, X4, X0
-	VUNPCKHPD X6, X4, X1
-	VUNPCKLPD X7, X5, X2
-	VUNPCKHPD X7, X5, X3
-	YADD4(0, X0)
-	YADD4(40, X1)
-	YADD4(80, X2)
-	YADD4(120, X3)
-	ADDQ      $16, R9
-	SUBQ      $4, CX
-	CMPQ      CX, $4
-	JGE       q4x4flush4
-
-q4x4flush1:
-	TESTQ   CX, CX
-	JZ      q4x4done
-	VMOVUPS Q4ROWS(SP)(R9*4), X0
-	YSCATTER
-	ADDQ    $4, R9
-	DECQ    CX
-	JMP     q4x4flush1
+	FLUSHROWS(Q4ROWS, q4x4flush4, q4x4flush1, q4x4done)
 
 q4x4done:
 	VZEROUPPER
@@ -341,7 +319,9 @@ DATA f32perm4<>+28(SB)/4, $7
 GLOBL f32perm4<>(SB), RODATA|NOPTR, $32
 
 // Frame (q8avx2i8x4): column c's row scales at c·32, the row's own at
-// 160, its x8 block and dx at 192 + c·288 (+0, +256).
+// 160, its x8 block and dx at 192 + c·288 (+0, +256), the row sums as in
+// q4avx2i8x4 at 1344.
+#define Q8ROWS 1344
 #define Q8X(c) (192+(c)*288)
 #define Q8DX(c) (192+(c)*288+256)
 
@@ -368,7 +348,7 @@ GLOBL f32perm4<>(SB), RODATA|NOPTR, $32
 // func q8avx2i8x4(sc, data *byte, rows, groups int, cols *[4]vnniCol)
 //
 // cols[c].xl is column c's x8 (natural order) here; xh and c4 are unused.
-TEXT ·q8avx2i8x4(SB), $1344-40
+TEXT ·q8avx2i8x4(SB), $3392-40
 	MOVQ         sc+0(FP), SI
 	MOVQ         data+8(FP), DI
 	MOVQ         rows+16(FP), CX
@@ -416,10 +396,14 @@ q8x4grp:
 	DECQ    DX
 	JNZ     q8x4grp
 
-	YOUT
+	SUM4
+	VMOVUPS X8, Q8ROWS(SP)(R9*4)
 	LEAQ (SI)(R8*2), SI
 	ADDQ $4, R9
 	DECQ CX
 	JNZ  q8x4row
+	FLUSHROWS(Q8ROWS, q8x4flush4, q8x4flush1, q8x4done)
+
+q8x4done:
 	VZEROUPPER
 	RET
