@@ -48,13 +48,21 @@
 	VMOVUPS (AX), Y0;            \
 	VMOVUPS Y0, Q4DX(c)(SP)
 
-// ROWDW puts the row's f16 scales at SI, as floats, into Y6: one
-// VCVTPH2PS for a full row (R8 = 8 groups), else one scale at a time
-// through the zeroed slot at 160(SP). Clobbers AX, DX.
+// ROWDW puts the row's f16 scales at SI, as floats, into Y6: one 16-byte
+// load while it cannot pass the scale array's end (rows left CX · 2G ≥ 16
+// bytes), masked to the row's G lanes (sc16mask4); else one scale at a
+// time through the zeroed slot at 160(SP). Clobbers AX, DX, R11.
 #define ROWDW(part, pel, done) \
-	CMPQ      R8, $8;           \
-	JNE       part;             \
-	VCVTPH2PS (SI), Y6;         \
+	MOVQ      CX, AX;           \
+	IMULQ     R8, AX;           \
+	CMPQ      AX, $8;           \
+	JLT       part;             \
+	LEAQ      sc16mask4<>+16(SB), R11; \
+	SUBQ      R8, R11;          \
+	SUBQ      R8, R11;          \
+	VMOVDQU   (SI), X6;         \
+	VPAND     (R11), X6, X6;    \
+	VCVTPH2PS X6, Y6;           \
 	JMP       done;             \
 part: \
 	XORQ      DX, DX;           \
@@ -68,6 +76,13 @@ pel: \
 	JLT       pel;              \
 	VMOVUPS   160(SP), Y6;      \
 done:
+
+// sc16mask4 is kernels_avx2i8_amd64.s's sc16mask.
+DATA sc16mask4<>+0(SB)/8, $-1
+DATA sc16mask4<>+8(SB)/8, $-1
+DATA sc16mask4<>+16(SB)/8, $0
+DATA sc16mask4<>+24(SB)/8, $0
+GLOBL sc16mask4<>(SB), RODATA|NOPTR, $32
 
 // SUM4 leaves the horizontal sums of Y0..Y3 in X8 (lane c: Yc's), by
 // unpack-and-add steps (single-uop shuffles, unlike VHADDPS). Clobbers

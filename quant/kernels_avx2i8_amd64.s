@@ -134,10 +134,28 @@ GLOBL f32perm<>(SB), RODATA|NOPTR, $32
 	VCVTPH2PS x, t;                 \
 	VMULPS    Y13, t, t
 
+// sc16mask: the 16 bytes at sc16mask+16−2G keep a short row's G f16
+// scales and zero the rest (the next row's).
+DATA sc16mask<>+0(SB)/8, $-1
+DATA sc16mask<>+8(SB)/8, $-1
+DATA sc16mask<>+16(SB)/8, $0
+DATA sc16mask<>+24(SB)/8, $0
+GLOBL sc16mask<>(SB), RODATA|NOPTR, $32
+
+// ROWTS puts a short row's scales (16 bytes at mem, masked by X13) times
+// the activation scales (at R15) into t, in even/odd group order.
+#define ROWTS(mem, t) \
+	VMOVDQU   mem, X4;             \
+	VPAND     X13, X4, X4;         \
+	VCVTPH2PS X4, Y4;              \
+	VMULPS    (R15), Y4, Y4;       \
+	VMOVDQU   f32perm<>(SB), Y5;   \
+	VPERMPS   Y4, Y5, t
+
 // Q4ROWT is Q4ROW for a full row: the scales from the even/odd table t,
 // and no bias (the row adds it once: t · Y11, see q4i8full).
-#define Q4ROWT(mem, t, imm, acc) \
-	VMOVDQU     mem, Y4;     \
+#define Q4ROWT(mem, w, t, imm, acc) \
+	VMOVDQU     mem, w;      \
 	VPSRLW      $4, Y4, Y5;  \
 	VPAND       Y15, Y4, Y4; \
 	VPAND       Y15, Y5, Y5; \
@@ -149,20 +167,21 @@ GLOBL f32perm<>(SB), RODATA|NOPTR, $32
 	VPERMILPS   $(imm), t, Y5; \
 	VFMADD231PS Y5, Y4, acc
 
-// Q4PAIR4 runs group pair p of four full rows (R10 = 128 bytes apart,
-// R11 = 384) against the activation pair at p·32 of R12 and R13.
-#define Q4PAIR4(p) \
+// Q4PAIR4 runs group pair p of four rows (R10 bytes apart, R11 = 3·R10)
+// against the activation pair at p·32 of R12 and R13; w is Y4, or X4 for
+// a lone last group (its table lanes are zero past the row's groups).
+#define Q4PAIR4(p, w) \
 	VMOVDQU (32*(p))(R12), Y9;  \
 	VMOVDQU (32*(p))(R13), Y10; \
-	Q4ROWT((32*(p))(DI), Y6, 0x55*(p), Y0);        \
-	Q4ROWT((32*(p))(DI)(R10*1), Y7, 0x55*(p), Y1); \
-	Q4ROWT((32*(p))(DI)(R10*2), Y8, 0x55*(p), Y2); \
-	Q4ROWT((32*(p))(DI)(R11*1), Y12, 0x55*(p), Y3)
+	Q4ROWT((32*(p))(DI), w, Y6, 0x55*(p), Y0);        \
+	Q4ROWT((32*(p))(DI)(R10*1), w, Y7, 0x55*(p), Y1); \
+	Q4ROWT((32*(p))(DI)(R10*2), w, Y8, 0x55*(p), Y2); \
+	Q4ROWT((32*(p))(DI)(R11*1), w, Y12, 0x55*(p), Y3)
 
 // func q4avx2i8(sc, data *byte, rows, groups int, xl, xh *int8, c4 *int32, dx, y *float32, fold int)
 //
-// fold ≠ 0 lets full rows (8 groups) take the loop that applies the bias
-// once per row in float (q4i8full); the caller passes 0 when the tile's
+// fold ≠ 0 lets rows take the loops that apply the bias once per row in
+// float (q4i8full, q4i8short); the caller passes 0 when the tile's
 // last group has pad nibbles, whose 8·x against live activations past the
 // tile would then cancel in float instead of in the integers.
 //
@@ -194,8 +213,6 @@ TEXT ·q4avx2i8(SB), NOSPLIT, $160-80
 	LEAQ         (R10)(R10*2), R11 // three rows'
 	CMPQ         CX, $4
 	JLT          q4i8one
-	CMPQ         R8, $8
-	JNE          q4i8four
 	MOVQ         fold+72(FP), AX
 	TESTQ        AX, AX
 	JZ           q4i8four
@@ -216,6 +233,8 @@ TEXT ·q4avx2i8(SB), NOSPLIT, $160-80
 	VPHADDD      96(DX), Y4, Y4
 	VPHADDD      Y4, Y11, Y11
 	VCVTDQ2PS    Y11, Y11
+	CMPQ         R8, $8
+	JNE          q4i8short
 
 q4i8full:
 	PREFETCHT0 (PFD+0)(DI)
@@ -235,10 +254,10 @@ q4i8full:
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
-	Q4PAIR4(0)
-	Q4PAIR4(1)
-	Q4PAIR4(2)
-	Q4PAIR4(3)
+	Q4PAIR4(0, Y4)
+	Q4PAIR4(1, Y4)
+	Q4PAIR4(2, Y4)
+	Q4PAIR4(3, Y4)
 	VFMADD231PS Y11, Y6, Y0
 	VFMADD231PS Y11, Y7, Y1
 	VFMADD231PS Y11, Y8, Y2
@@ -251,6 +270,94 @@ q4i8full:
 	CMPQ CX, $4
 	JGE  q4i8full
 	VMOVUPS (R15), Y12           // the row-at-a-time tail's dx and lane indices
+	VMOVDQU i8lanes<>(SB), Y13
+	JMP  q4i8one
+
+	// Short rows (fewer than 8 groups, no pad nibbles), four at a time:
+	// the tables come from ROWSCALES' stack slots (lanes past the row's
+	// groups zero) put in even/odd order by one VPERMPS each, and the
+	// unrolled pairs stop after the row's last one.
+	// While a 16-byte load from the block's last row cannot pass the
+	// scale array's end (remaining rows · 2G ≥ 6G + 16), each row's
+	// scales load at once, masked to its G lanes (X13); the last blocks
+	// go one scale at a time (ROWSCALES).
+q4i8short:
+	LEAQ    sc16mask<>+16(SB), AX
+	SUBQ    R8, AX
+	SUBQ    R8, AX
+	VMOVDQU (AX), X13
+	LEAQ    (R8)(R8*2), R14
+	SHLQ    $1, R14               // three rows' scale bytes
+
+q4i8shrow:
+	MOVQ    CX, AX
+	IMULQ   R8, AX
+	SHLQ    $1, AX
+	LEAQ    16(R14), BX
+	CMPQ    AX, BX
+	JLT     q4i8shslow
+	ROWTS((SI), Y6)
+	ROWTS((SI)(R8*2), Y7)
+	ROWTS((SI)(R8*4), Y8)
+	ROWTS((SI)(R14*1), Y12)
+	JMP     q4i8shpairs
+
+q4i8shslow:
+	ROWSCALES(128, q4i8ss, q4i8ssp, q4i8ssr, q4i8sse, q4i8ssd)
+	MOVQ    xl+32(FP), R12
+	VMOVDQU f32perm<>(SB), Y4
+	VPERMPS (SP), Y4, Y6
+	VPERMPS 32(SP), Y4, Y7
+	VPERMPS 64(SP), Y4, Y8
+	VPERMPS 96(SP), Y4, Y12
+
+q4i8shpairs:
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	CMPQ    R8, $2
+	JLT     q4i8sh0
+	Q4PAIR4(0, Y4)
+	CMPQ    R8, $4
+	JLT     q4i8sh1
+	Q4PAIR4(1, Y4)
+	CMPQ    R8, $6
+	JLT     q4i8sh2
+	Q4PAIR4(2, Y4)
+	TESTQ   $1, R8
+	JZ      q4i8shsum
+	Q4PAIR4(3, X4)
+	JMP     q4i8shsum
+
+q4i8sh0:
+	Q4PAIR4(0, X4)
+	JMP     q4i8shsum
+
+q4i8sh1:
+	TESTQ   $1, R8
+	JZ      q4i8shsum
+	Q4PAIR4(1, X4)
+	JMP     q4i8shsum
+
+q4i8sh2:
+	TESTQ   $1, R8
+	JZ      q4i8shsum
+	Q4PAIR4(2, X4)
+
+q4i8shsum:
+	VFMADD231PS Y11, Y6, Y0
+	VFMADD231PS Y11, Y7, Y1
+	VFMADD231PS Y11, Y8, Y2
+	VFMADD231PS Y11, Y12, Y3
+	RED4
+	LEAQ (DI)(R10*4), DI
+	LEAQ (SI)(R8*8), SI
+	ADDQ $16, R9
+	SUBQ $4, CX
+	CMPQ CX, $4
+	JGE  q4i8shrow
+	VMOVUPS (R15), Y12
 	VMOVDQU i8lanes<>(SB), Y13
 	JMP  q4i8one
 
