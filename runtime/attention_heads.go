@@ -77,7 +77,11 @@ func (e *Engine) heads(c *kvCache, lp *layerPlan, q, att []float32, n, start int
 		var sum float64
 		clear(p[b0*kvBlock : start])
 		for t, s := range sc[start:n] {
-			v := exp32(s*scale - mx)
+			// exp32 of x ≤ 0, its core inlined.
+			var v float32
+			if x := s*scale - mx; x >= -87 {
+				v = expCore(x)
+			}
 			p[start+t] = v
 			sum += float64(v)
 		}

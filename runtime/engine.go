@@ -96,6 +96,8 @@ type Engine struct {
 	lanes []*lane
 	ln    *lane
 	batch int
+	// batchYs is matvecLanes' scratch: every stripe's column output views.
+	batchYs [][]float32
 
 	// Test hooks: readHook sees every tile dot (offset, matrix), possibly
 	// from several goroutines when Threads > 1; prepCount counts activation

@@ -21,8 +21,15 @@ func (e *Engine) glu(g, u []float32) {
 		}
 		return
 	}
-	for i := range g {
-		g[i] = silu(g[i]) * u[i]
+	for i, x := range g {
+		// silu with exp32's core inlined where exp32 is that core.
+		var s float32
+		if x > -87 && x < 87 {
+			s = x / (1 + expCore(-x))
+		} else {
+			s = silu(x)
+		}
+		g[i] = s * u[i]
 	}
 }
 

@@ -68,6 +68,12 @@ func exp32(x float32) float32 {
 	case x != x:
 		return x
 	}
+	return expCore(x)
+}
+
+// expCore is exp32 on [−87, 88], small enough to inline into the softmax
+// loop.
+func expCore(x float32) float32 {
 	const (
 		log2e = 1.44269504088896341
 		ln2hi = 0.693359375
@@ -76,12 +82,7 @@ func exp32(x float32) float32 {
 	)
 	n := (x*log2e + round) - round
 	r := x - n*ln2hi - n*ln2lo
-	p := float32(1.9875691500e-4)
-	p = p*r + 1.3981999507e-3
-	p = p*r + 8.3334519073e-3
-	p = p*r + 4.1665795894e-2
-	p = p*r + 1.6666665459e-1
-	p = p*r + 5.0000001201e-1
-	p = p*r*r + r + 1
+	p := ((((((1.9875691500e-4*r+1.3981999507e-3)*r+8.3334519073e-3)*r+4.1665795894e-2)*r+
+		1.6666665459e-1)*r+5.0000001201e-1)*r*r + r + 1)
 	return p * math.Float32frombits(uint32(int32(n)+127)<<23)
 }

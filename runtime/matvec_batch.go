@@ -25,13 +25,19 @@ func (e *Engine) matvecLanes(p *matPlan, ls []*lane) {
 		}
 	}
 	hook := e.readHook
-	xs := make([]*quant.Vec, len(ls))
+	B := len(ls)
+	xs := make([]*quant.Vec, B)
 	for j, ln := range ls {
 		xs[j] = ln.req.a.v
 	}
+	// Each stripe's output views, from one buffer the engine keeps (the
+	// driver runs one plan at a time), not an allocation per stripe.
+	if n := len(p.stripes) * B; cap(e.batchYs) < n {
+		e.batchYs = make([][]float32, n)
+	}
 	e.pool.run(len(p.stripes), func(i int) {
 		s := &p.stripes[i]
-		ys := make([][]float32, len(ls))
+		ys := e.batchYs[i*B : (i+1)*B : (i+1)*B]
 		for _, t := range s.tiles {
 			if hook != nil {
 				hook(t.Offset, t.Matrix)
