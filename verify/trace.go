@@ -50,7 +50,9 @@ func Load(path string) (*Trace, error) {
 	}
 	var t Trace
 	if err := json.Unmarshal(b, &t); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		// Say what was expected: the decoder's own words ("cannot
+		// unmarshal array into Go value of type verify.Trace") do not.
+		return nil, fmt.Errorf("%s: not a trace (a JSON object, docs/TRACE.md): %w", path, err)
 	}
 	if err := t.Check(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

@@ -17,6 +17,8 @@ func TestNewcomerBadArguments(t *testing.T) {
 	dir := t.TempDir()
 	model := smallModel(t, dir) // context 64
 	out := filepath.Join(dir, "out")
+	list := filepath.Join(dir, "list.json")
+	os.WriteFile(list, []byte("[]"), 0o644)
 	for _, c := range []struct {
 		args []string
 		want string
@@ -34,6 +36,9 @@ func TestNewcomerBadArguments(t *testing.T) {
 		// Endless: ran for hours.
 		{[]string{"bench", model, "--runs", "100000000"}, "--runs 100000000 outside 1..1000"},
 		{[]string{"bench", model, "--probe-runs", "100000000"}, "--probe-runs 100000000 outside 1..1000"},
+		// A JSON file that is not a trace: "cannot unmarshal array into Go
+		// value of type verify.Trace".
+		{[]string{"verify", model, "--trace", list}, "list.json: not a trace (a JSON object, docs/TRACE.md)"},
 		// An empty stop string was shown as "--stop []".
 		{[]string{"run", model, "--prompt-ids", "1", "--stop", "x", "--stop", ""}, `--stop ["x" ""]: `},
 		// Ignored without a word.
