@@ -1,6 +1,11 @@
 package tokenizer
 
-import "testing"
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
 
 // TestUTF8TextByTheStandard: the Encoding Standard's UTF-8 decoder on the
 // cases that tell it apart from Go's conversions, worked out by hand from
@@ -31,6 +36,29 @@ func TestUTF8TextByTheStandard(t *testing.T) {
 	for _, c := range cases {
 		if got := utf8Text(c.in, c.stripBOM); got != c.want {
 			t.Errorf("utf8Text(% x, %v) = %+q, want %+q", c.in, c.stripBOM, got, c.want)
+		}
+	}
+}
+
+// TestUTF8TextValid: whatever the bytes, the text is valid UTF-8, valid
+// input comes back unchanged, and a U+FFFD appears only where the input
+// was ill-formed (never more of them than bytes removed could explain).
+func TestUTF8TextValid(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	for k := 0; k < 20000; k++ {
+		b := make([]byte, rng.IntN(16))
+		for i := range b {
+			b[i] = byte(rng.IntN(256))
+		}
+		got := utf8Text(b, false)
+		if !utf8.ValidString(got) {
+			t.Fatalf("% x → %+q is not valid UTF-8", b, got)
+		}
+		if utf8.Valid(b) && got != string(b) {
+			t.Fatalf("valid % x → %+q", b, got)
+		}
+		if n := strings.Count(got, "\uFFFD") - strings.Count(string(b), "\uFFFD"); n > len(b) {
+			t.Fatalf("% x → %d replacements", b, n)
 		}
 	}
 }
