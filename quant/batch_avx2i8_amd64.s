@@ -84,19 +84,18 @@ DATA sc16mask4<>+16(SB)/8, $0
 DATA sc16mask4<>+24(SB)/8, $0
 GLOBL sc16mask4<>(SB), RODATA|NOPTR, $32
 
-// SUM4 leaves the horizontal sums of Y0..Y3 in X8 (lane c: Yc's), by
-// unpack-and-add steps (single-uop shuffles, unlike VHADDPS). Clobbers
-// Y4, Y5, Y8, Y9.
+// SUM4 leaves the horizontal sums of Y0..Y3 in X8 (lane c: Yc's), added
+// in the order the single-column kernels' RED4 adds a row's lanes
+// ((0+1)+(2+3)) + ((4+5)+(6+7)), so a column's sums are bit for bit the
+// single-column kernel's: a different order (unpack-and-add, tried for its
+// single-uop shuffles) moves sums by an ulp, and an ulp is enough to flip
+// a later int8 activation rounding, which batched prefill then carries
+// through the layers (verify's TestBatchedPrefillMatchesSteps, llama_wide).
+// Clobbers Y4, Y5, Y8, Y9.
 #define SUM4 \
-	VUNPCKLPS    Y1, Y0, Y4; \
-	VUNPCKHPS    Y1, Y0, Y5; \
-	VADDPS       Y5, Y4, Y4; \
-	VUNPCKLPS    Y3, Y2, Y5; \
-	VUNPCKHPS    Y3, Y2, Y8; \
-	VADDPS       Y8, Y5, Y5; \
-	VUNPCKLPD    Y5, Y4, Y8; \
-	VUNPCKHPD    Y5, Y4, Y9; \
-	VADDPS       Y9, Y8, Y8; \
+	VHADDPS      Y1, Y0, Y4; \
+	VHADDPS      Y3, Y2, Y5; \
+	VHADDPS      Y5, Y4, Y8; \
 	VEXTRACTF128 $1, Y8, X9; \
 	VADDPS       X9, X8, X8
 

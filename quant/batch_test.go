@@ -152,3 +152,44 @@ func TestDotBatchNoAllocs(t *testing.T) {
 func sameBits(a, b []float32) bool {
 	return slices.EqualFunc(a, b, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) })
 }
+
+// TestDotBatchFullTilesSumAsDot: on full tiles (the bulk of every real
+// model) avx2i8's four-column kernels give each column exactly what its
+// single-column kernel gives. An int8 path that sums in another order
+// passes the oracle test above, yet an ulp there can flip a later int8
+// activation rounding, and batched prefill then drifts from token-by-token
+// decoding by more than TRACE.md's replay rule allows (it did on verify's
+// llama_wide fixture when the four-column reduction was reordered).
+func TestDotBatchFullTilesSumAsDot(t *testing.T) {
+	k, err := KernelByName("avx2i8")
+	if err != nil {
+		t.Skipf("avx2i8 not available on this CPU/build: %v", err)
+	}
+	rng := rand.New(rand.NewPCG(23, 24))
+	for _, typ := range []Type{Q4_0, Q8_0} {
+		for i := range 40 {
+			tile := Encode(typ, randWeights(rng, MaxTileRows, MaxTileCols), MaxTileRows, MaxTileCols, MaxTileCols)
+			col := GroupSize * 8 * rng.IntN(3)
+			B := 4 * (1 + rng.IntN(3))
+			xs := make([]*Vec, B)
+			ys, single := make([][]float32, B), make([][]float32, B)
+			for j := range xs {
+				raw := randActivation(rng, col, tile.Cols)
+				xs[j] = k.NewVec(len(raw))
+				xs[j].Set(raw)
+				ys[j] = make([]float32, tile.Rows)
+				for r := range ys[j] {
+					ys[j][r] = float32(rng.NormFloat64())
+				}
+				single[j] = slices.Clone(ys[j])
+			}
+			DotBatch(&tile, xs, col, ys)
+			for j := range xs {
+				Dot(&tile, xs[j], col, single[j])
+				if !sameBits(ys[j], single[j]) {
+					t.Fatalf("%s full tile %d column %d of %d: DotBatch differs from Dot", typ, i, j, B)
+				}
+			}
+		}
+	}
+}
