@@ -30,23 +30,42 @@ func (e *Engine) matvecLanes(p *matPlan, ls []*lane) {
 	for j, ln := range ls {
 		xs[j] = ln.req.a.v
 	}
-	// Each stripe's output views, from one buffer the engine keeps (the
-	// driver runs one plan at a time), not an allocation per stripe.
-	if n := len(p.stripes) * B; cap(e.batchYs) < n {
+	// With several threads each stripe is split into column chunks (a
+	// multiple of 4 columns, so every column meets the same four-column or
+	// single-column kernel as unsplit): a matvec of 16 stripes of 64
+	// columns left one thread idle for up to a whole stripe at its end.
+	// The chunks of one stripe are consecutive items, so the threads share
+	// its tiles while they are in cache; prefill is compute-bound, so a
+	// tile read twice costs little.
+	chunk := B
+	if e.pool.workers > 0 && B > batchChunk {
+		chunk = batchChunk
+	}
+	nc := (B + chunk - 1) / chunk
+	// Each item's output views, from one buffer the engine keeps (the
+	// driver runs one plan at a time), not an allocation per item.
+	if n := len(p.stripes) * nc * chunk; cap(e.batchYs) < n {
 		e.batchYs = make([][]float32, n)
 	}
-	e.pool.run(len(p.stripes), func(i int) {
-		s := &p.stripes[i]
-		ys := e.batchYs[i*B : (i+1)*B : (i+1)*B]
+	e.pool.run(len(p.stripes)*nc, func(i int) {
+		s := &p.stripes[i/nc]
+		j0 := i % nc * chunk
+		j1 := min(j0+chunk, B)
+		ys := e.batchYs[i*chunk : i*chunk+j1-j0 : i*chunk+j1-j0]
 		for _, t := range s.tiles {
 			if hook != nil {
 				hook(t.Offset, t.Matrix)
 			}
 			row := int(t.RowOffset)
-			for j, ln := range ls {
+			for j, ln := range ls[j0:j1] {
 				ys[j] = ln.req.outs[s.out][row:]
 			}
-			quant.DotBatch(&t.Tile, xs, int(t.ColOffset), ys)
+			quant.DotBatch(&t.Tile, xs[j0:j1], int(t.ColOffset), ys)
 		}
 	})
 }
+
+// batchChunk is the columns of one matvecLanes item when several threads
+// share a batch's stripes (a multiple of 4, the widest multi-column
+// kernel).
+const batchChunk = 16
