@@ -15,7 +15,8 @@
 #      against `cflowc run --temperature 0`; then, because random tied
 #      embeddings make the greedy token the input token again, the top-N
 #      ids at each generated step and their logit gaps to the top one
-#      (llama-server's n_probs against `cflowc run --trace-out`)
+#      (llama-server's n_probs against `cflowc run --trace-out`), and the
+#      same between cflowc's float-activation and default (int8) kernels
 #   4. bytes per token: cflowc's counters by stream (`cflowc bench --json`),
 #      the file sizes, and what llama.cpp's graph reads per token, from the
 #      GGUF's tensor table: every tensor once, the tied token_embd whole (the
@@ -82,25 +83,32 @@ if [ "${CHECK:-1}" != 0 ]; then
 		-d "{\"prompt\": [$prompt], \"n_predict\": $n, \"n_probs\": $nprobs, \"temperature\": 0, \"cache_prompt\": false}" >"$out/gemma4-llama-probs.json"
 	kill $srv; wait $srv 2>/dev/null || true
 	trap - EXIT
-	python3 - "$out/gemma4-trace.json" "$out/gemma4-llama-probs.json" "$nprobs" <<'PY'
+	# The same comparison between cflowc's own kernels calibrates it: the
+	# trace above ran the float-activation twin; the default rounds
+	# activations to int8 as llama.cpp rounds them to Q8_0.
+	kern=$("$cflowc" --version | sed -n 's/.*kernel \([a-z0-9]*\)).*/\1/p')
+	"$cflowc" run --temperature 0 --prompt-ids "$prompt" -n "$n" --threads 2 --kernel "$kern" --trace-out "$out/gemma4-trace-$kern.json" "$vcflow" >/dev/null 2>&1
+	python3 - "$out/gemma4-trace.json" "$out/gemma4-llama-probs.json" "$out/gemma4-trace-$kern.json" "$nprobs" "$kern" <<'PY'
 import json, sys
-tr, ll, k = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
-steps = tr["steps"][len(tr["prompt"]) - 1:]
-overlap, ranks, worst = [], 0, 0.0
-for i, (s, p) in enumerate(zip(steps, ll["completion_probabilities"])):
-    top = p["top_logprobs"]
-    lid = [t["id"] for t in top][:k]
-    cid = s["top_ids"][:k]
-    cl = dict(zip(s["top_ids"], s["top_logits"]))
-    lp = {t["id"]: t["logprob"] for t in top}
-    # logprob gaps are logit gaps; compare each shared id's gap to the top one
-    for t in set(lid) & set(cid):
-        worst = max(worst, abs((lp[t] - lp[lid[0]]) - (cl[t] - cl[cid[0]])))
-    overlap.append(len(set(lid) & set(cid)))
-    ranks += lid[:2] == cid[:2]
-    print(f"  step {i}: argmax {cid[0]} / {lid[0]}, runner-up {cid[1]} / {lid[1]}, top-{k} overlap {overlap[-1]}")
-print(f"top-{k}: overlap {min(overlap)}..{max(overlap)} of {k} over {len(overlap)} steps; same argmax and runner-up on {ranks}/{len(overlap)}; "
-      f"largest difference of a shared id's logit gap to the top: {worst:.3f}")
+def tops(path):
+    j = json.load(open(path))
+    if "steps" in j:  # a cflowc trace: the steps after the prompt's last token
+        return [list(zip(s["top_ids"], s["top_logits"])) for s in j["steps"][len(j["prompt"]) - 1:]]
+    # llama-server: log-probabilities, whose differences are logit differences
+    return [[(t["id"], t["logprob"]) for t in p["top_logprobs"]] for p in j["completion_probabilities"]]
+def compare(a, b, k):
+    overlap, same, worst = [], 0, 0.0
+    for x, y in zip(a, b):
+        xa, ya = dict(x[:k]), dict(y[:k])
+        shared = set(xa) & set(ya)
+        overlap.append(len(shared))
+        same += [i for i, _ in x[:2]] == [i for i, _ in y[:2]]
+        worst = max([worst] + [abs((xa[t] - x[0][1]) - (ya[t] - y[0][1])) for t in shared])
+    return f"top-{k} overlap {min(overlap)}..{max(overlap)} over {len(overlap)} steps; same argmax and runner-up on {same}/{len(overlap)}; largest difference of a shared id's logit gap to the top: {worst:.2f}"
+f, ll, i8, k, kern = tops(sys.argv[1]), tops(sys.argv[2]), tops(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+print(f"  cflowc (float activations) vs llama.cpp: {compare(f, ll, k)}")
+print(f"  cflowc float vs cflowc {kern} (calibration): {compare(f, i8, k)}")
+print(f"  cflowc {kern} vs llama.cpp: {compare(i8, ll, k)}")
 PY
 fi
 

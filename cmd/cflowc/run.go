@@ -14,6 +14,7 @@ import (
 
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/generate"
+	"github.com/cflow-dev/cflow/quant"
 	cfrt "github.com/cflow-dev/cflow/runtime"
 	"github.com/cflow-dev/cflow/tokenizer"
 	"github.com/cflow-dev/cflow/verify"
@@ -40,6 +41,8 @@ func init() {
 			&cli.StringSliceFlag{Name: "stop", Usage: "stop when the generated text contains this string (repeatable; not printed)"},
 			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: goruntime.NumCPU(), Usage: "decode threads"},
 			&cli.StringFlag{Name: "trace-out", Usage: "write a trace (docs/TRACE.md schema) of this run to this file"},
+			&cli.StringFlag{Name: "kernel", Usage: "dot kernel: " + strings.Join(quant.KernelNames(), ", ") +
+				" (default: the fastest, or its float-activation twin with --trace-out; a trace recorded on an int8 kernel compares kernels, it is no reference)"},
 			&cli.StringFlag{Name: "expert-io", Value: "mmap", Usage: "expert fetch: mmap (page cache), sync (O_DIRECT reads blocking at the routing layer) or direct (O_DIRECT reads overlapped until the injection layer)"},
 		}, samplingFlags()...),
 		Action: runRun,
@@ -176,6 +179,13 @@ func runRun(c *cli.Context) error {
 		// needs no allowance for int8 activation rounding.
 		opt.Kernel = verify.Kernel()
 		tr = generate.NewTrace(m, prompt)
+	}
+	if c.IsSet("kernel") {
+		k, err := quant.KernelByName(c.String("kernel"))
+		if err != nil {
+			return cli.Exit("run: --kernel: "+err.Error(), exitUsage)
+		}
+		opt.Kernel = k
 	}
 	e, err := cfrt.New(m, opt)
 	if err != nil {
