@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/cflow-dev/cflow/tokenizer"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/tokenizer"
 )
 
 // checkpoint is an opened input: its config and every tensor by HF name,
@@ -28,7 +30,9 @@ type checkpoint struct {
 
 // openCheckpoint dispatches on what path is: a directory (HF), a
 // .safetensors file with a sibling config.json, or a llama2.c .bin.
-func openCheckpoint(path string) (*checkpoint, error) {
+// mapped, when not nil, is called with each input file once it is mapped
+// and before any of it is read (a test seam: Options.onMapped).
+func openCheckpoint(path string, mapped func(file string)) (*checkpoint, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -36,16 +40,16 @@ func openCheckpoint(path string) (*checkpoint, error) {
 	if !st.IsDir() {
 		switch {
 		case strings.HasSuffix(path, ".bin"):
-			return openLlama2c(path)
+			return openLlama2c(path, mapped)
 		case strings.HasSuffix(path, ".safetensors"):
-			return openHF(filepath.Dir(path), []string{path})
+			return openHF(filepath.Dir(path), []string{path}, mapped)
 		}
 		return nil, fmt.Errorf("%s: not a checkpoint directory, .safetensors or llama2.c .bin file", path)
 	}
-	return openHF(path, nil)
+	return openHF(path, nil, mapped)
 }
 
-func openHF(dir string, files []string) (c *checkpoint, err error) {
+func openHF(dir string, files []string, mapped func(string)) (c *checkpoint, err error) {
 	c = &checkpoint{path: dir, configPath: filepath.Join(dir, "config.json"), tensors: map[string]*tensor{}}
 	defer func() {
 		if err != nil {
@@ -104,7 +108,14 @@ func openHF(dir string, files []string) (c *checkpoint, err error) {
 			return c, err
 		}
 		c.maps = append(c.maps, m)
-		ts, err := parseSafetensors(f, m.data)
+		if mapped != nil {
+			mapped(f)
+		}
+		// The header is parsed and every value checked for finiteness
+		// here, through the mapping: a shard truncated meanwhile is a
+		// FormatError naming it, not a SIGBUS crash.
+		var ts map[string]*tensor
+		err = cflowfmt.GuardFaultIn(c.locate, func() (err error) { ts, err = parseSafetensors(f, m.data); return err })
 		if err != nil {
 			return c, err
 		}

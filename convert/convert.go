@@ -37,7 +37,8 @@ type Options struct {
 	Progress    io.Writer
 	ProgressBar bool
 
-	onProgress func() // test hook, called after each written tile or norm
+	onProgress func()            // test hook, called after each written tile or norm
+	onMapped   func(file string) // test hook, called after each input file is mapped, before it is read
 }
 
 // Result describes a finished conversion, for the summary line and tests.
@@ -86,7 +87,7 @@ func Convert(ctx context.Context, input, output string, opt Options) (*Result, e
 	if nodes < 1 || nodes > cflowfmt.MaxNUMANodes {
 		return nil, fmt.Errorf("--numa-nodes %d outside 1..%d", nodes, cflowfmt.MaxNUMANodes)
 	}
-	c, err := openCheckpoint(input)
+	c, err := openCheckpoint(input, opt.onMapped)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +97,12 @@ func Convert(ctx context.Context, input, output string, opt Options) (*Result, e
 			return nil, fmt.Errorf("--tokenizer: %w", err)
 		}
 	}
-	s, err := buildSpec(c, opt.Model, opt.Quant)
+	// From here on the checkpoint is read through its mappings: every
+	// goroutine that reads them guards its reads (GuardFaultIn), so an
+	// input truncated under the conversion is a FormatError naming the file
+	// and offset (exit 2), and the output is aborted as for any error.
+	var s *modelSpec
+	err = cflowfmt.GuardFaultIn(c.locate, func() (err error) { s, err = buildSpec(c, opt.Model, opt.Quant); return err })
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +132,7 @@ func Convert(ctx context.Context, input, output string, opt Options) (*Result, e
 	if err := ly.run(); err != nil {
 		return nil, err
 	}
-	if err := checkClaimed(c, s); err != nil {
+	if err := cflowfmt.GuardFaultIn(c.locate, func() error { return checkClaimed(c, s) }); err != nil {
 		return nil, err
 	}
 	pj, err := json.Marshal(rec)
@@ -151,6 +157,7 @@ func Convert(ctx context.Context, input, output string, opt Options) (*Result, e
 		workers:  workers,
 		window:   8 * workers,
 		lastUse:  lastUse,
+		locate:   c.locate,
 		progress: prog.add,
 	}
 	if opt.onProgress != nil {

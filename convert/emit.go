@@ -31,6 +31,7 @@ type job struct {
 	ops   []*op
 	tiles []quant.Tile
 	bufs  []*[]byte
+	err   error // a memory fault while reading the checkpoint, set before done closes
 	done  chan struct{}
 }
 
@@ -42,11 +43,14 @@ const maxTileBytes = quant.MaxTileRows * quant.MaxTileCols * 4
 // `window` jobs are in flight, which bounds memory to a few MB per worker
 // whatever the model size.
 type emitter struct {
-	ly       *layouter
-	w        sink
-	workers  int
-	window   int
-	lastUse  map[*tensor]int // seq of the last op reading each tensor
+	ly      *layouter
+	w       sink
+	workers int
+	window  int
+	lastUse map[*tensor]int // seq of the last op reading each tensor
+	// locate names the input file and offset of a faulting address
+	// (checkpoint.locate), for the fault guards of workers and writer.
+	locate   func(addr uintptr) (string, int64)
 	progress func(inputBytes int64)
 	tileBufs sync.Pool // maxTileBytes buffers, recycled once a job is written
 
@@ -122,7 +126,9 @@ func (e *emitter) run(ctx context.Context) error {
 			defer wg.Done()
 			scratch := make([]float32, quant.MaxTileRows*quant.MaxTileCols)
 			for j := range jobs {
-				encodeJob(j, scratch, &e.tileBufs)
+				// A fault (the input truncated under us) fails this job;
+				// the writer reports the first failed job in layout order.
+				j.err = cflowfmt.GuardFaultIn(e.locate, func() error { encodeJob(j, scratch, &e.tileBufs); return nil })
 				close(j.done)
 			}
 		}()
@@ -134,6 +140,7 @@ func (e *emitter) run(ctx context.Context) error {
 		}
 		select {
 		case <-j.done:
+			werr = j.err
 		case <-ctx.Done():
 			// The producer may have stopped before handing j to a worker.
 			werr = ctx.Err()
@@ -213,7 +220,11 @@ func (e *emitter) write(j *job, i int, o *op) error {
 		if err := e.checkRel(o); err != nil {
 			return err
 		}
-		if err := e.w.WriteNorm(o.layer, o.th.Matrix, o.t.vector()); err != nil {
+		var v []float32
+		if err := cflowfmt.GuardFaultIn(e.locate, func() error { v = o.t.vector(); return nil }); err != nil {
+			return err
+		}
+		if err := e.w.WriteNorm(o.layer, o.th.Matrix, v); err != nil {
 			return fmt.Errorf("tensor %s: %w", o.t.name, err)
 		}
 		e.done(o, o.t.bytes())

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
 // llama2cHeader is the legacy llama2.c "version 0" header: seven int32.
@@ -115,7 +117,7 @@ func splitHalfRow(hd int) func(int) int {
 // Llama checkpoint: tensors under HF names, q/k rows permuted to split-half
 // order, and a synthesized config (rms eps 1e-5, tied unless the file has a
 // classifier, no tokenizer: llama2.c keeps it in a separate file).
-func openLlama2c(path string) (c *checkpoint, err error) {
+func openLlama2c(path string, mapped func(string)) (c *checkpoint, err error) {
 	m, err := mapFile(path)
 	if err != nil {
 		return nil, err
@@ -127,32 +129,15 @@ func openLlama2c(path string) (c *checkpoint, err error) {
 			c = nil
 		}
 	}()
-	h, err := parseLlama2cHeader(path, m.data)
-	if err != nil {
-		return c, err
+	if mapped != nil {
+		mapped(path)
 	}
-	hd := h.Dim / h.Heads
-	off := int64(llama2cHeaderSize)
-	for _, lt := range llama2cTensors(h) {
-		n := int64(4)
-		for _, s := range lt.shape {
-			n *= int64(s)
-		}
-		if lt.name != "" {
-			t, err := newTensor(lt.name, path, dtF32, lt.shape, m.data[off:off+n])
-			if err == nil {
-				err = t.checkFinite()
-			}
-			if err != nil {
-				return c, err
-			}
-			if isQK(lt.name) {
-				t.rowOf = splitHalfRow(hd)
-			}
-			c.tensors[lt.name] = t
-			c.inputBytes += n
-		}
-		off += n
+	// Every read of the mapping while opening (the header, each
+	// tensor's finiteness scan) is guarded: a file truncated meanwhile is
+	// a FormatError naming it, not a SIGBUS crash.
+	var h llama2cHeader
+	if err := cflowfmt.GuardFaultIn(c.locate, func() (err error) { h, err = c.addLlama2cTensors(m.data); return err }); err != nil {
+		return c, err
 	}
 	cfg := map[string]any{
 		"architectures":           []string{"LlamaForCausalLM"},
@@ -179,4 +164,37 @@ func openLlama2c(path string) (c *checkpoint, err error) {
 
 func isQK(name string) bool {
 	return strings.HasSuffix(name, ".self_attn.q_proj.weight") || strings.HasSuffix(name, ".self_attn.k_proj.weight")
+}
+
+// addLlama2cTensors parses the header of b, the mapped file, and adds its
+// tensors under HF names, each checked for non-finite values.
+func (c *checkpoint) addLlama2cTensors(b []byte) (llama2cHeader, error) {
+	h, err := parseLlama2cHeader(c.path, b)
+	if err != nil {
+		return h, err
+	}
+	hd := h.Dim / h.Heads
+	off := int64(llama2cHeaderSize)
+	for _, lt := range llama2cTensors(h) {
+		n := int64(4)
+		for _, s := range lt.shape {
+			n *= int64(s)
+		}
+		if lt.name != "" {
+			t, err := newTensor(lt.name, c.path, dtF32, lt.shape, b[off:off+n])
+			if err == nil {
+				err = t.checkFinite()
+			}
+			if err != nil {
+				return h, err
+			}
+			if isQK(lt.name) {
+				t.rowOf = splitHalfRow(hd)
+			}
+			c.tensors[lt.name] = t
+			c.inputBytes += n
+		}
+		off += n
+	}
+	return h, nil
 }
