@@ -3,6 +3,7 @@ package convert
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -80,9 +81,6 @@ func Synthesize(dir string, o SynthOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
 	hd := g.Hidden / g.Heads
 	var ts []STTensor
 	add := func(name string, norm bool, shape ...int) {
@@ -130,22 +128,37 @@ func synthDType(name string) (string, error) {
 	return dt, nil
 }
 
-// writeCheckpoint writes config.json and the tensors into dir, as one
-// model.safetensors or, with shards > 1, model-0000i-of-0000n.safetensors
-// files and their index.
+// ErrTooManyShards is returned (wrapped, naming the limit) when a
+// synthetic checkpoint is asked for more shards than it has tensors: a
+// shard holds whole tensors, so the extra shards would be empty files
+// that a loader may refuse, and a user who asked for N shards expects N
+// files that each hold something. Nothing is written.
+var ErrTooManyShards = errors.New("more shards than tensors")
+
+// writeCheckpoint writes config.json and the tensors into dir (made if
+// missing), as one model.safetensors or, with shards > 1,
+// model-0000i-of-0000n.safetensors files and their index. The tensors are
+// split evenly by count, in order, so every shard holds at least one;
+// more shards than tensors is ErrTooManyShards, found before anything is
+// written.
 func writeCheckpoint(dir string, cfg map[string]any, ts []STTensor, shards int) error {
+	shards = max(1, shards)
+	if shards > len(ts) {
+		return fmt.Errorf("%w: %d shards for a checkpoint of %d tensors (at most %d: a shard holds whole tensors, at least one)", ErrTooManyShards, shards, len(ts), len(ts))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
 	cb, _ := json.MarshalIndent(cfg, "", "  ")
 	if err := cflowfmt.WriteFileAtomic(filepath.Join(dir, "config.json"), cb); err != nil {
 		return err
 	}
-	shards = max(1, shards)
 	if shards == 1 {
 		return WriteSafetensors(filepath.Join(dir, "model.safetensors"), ts)
 	}
 	wm := map[string]string{}
-	per := (len(ts) + shards - 1) / shards
 	for i := 0; i < shards; i++ {
-		part := ts[min(len(ts), i*per):min(len(ts), (i+1)*per)]
+		part := ts[i*len(ts)/shards : (i+1)*len(ts)/shards]
 		name := fmt.Sprintf("model-%05d-of-%05d.safetensors", i+1, shards)
 		for _, t := range part {
 			wm[t.Name] = name

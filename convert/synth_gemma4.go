@@ -2,7 +2,6 @@ package convert
 
 import (
 	"fmt"
-	"os"
 	"sort"
 )
 
@@ -132,9 +131,6 @@ func Gemma4SynthTensors(g Gemma4Geometry, dtype string, seed uint64) ([]STTensor
 func SynthesizeGemma4(dir string, g Gemma4Geometry, o SynthOptions) error {
 	ts, err := Gemma4SynthTensors(g, o.DType, o.Seed)
 	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	withProgress(ts, o.Progress)

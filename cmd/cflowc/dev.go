@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,7 +29,7 @@ func init() {
 				&cli.StringFlag{Name: "geometry", Value: "tinyllama", Usage: strings.Join(synthGeometryNames(), ", ")},
 				&cli.StringFlag{Name: "dtype", Value: "f16", Usage: "f16, bf16 or f32"},
 				&cli.Uint64Flag{Name: "seed", Value: 1},
-				&cli.IntFlag{Name: "shards", Value: 1, Usage: "number of safetensors shards (> 1 writes an index)"},
+				&cli.IntFlag{Name: "shards", Value: 1, Usage: "number of safetensors shards, at most the geometry's tensor count (tensors split evenly by count, each shard holds at least one; more is refused, exit 2); > 1 writes an index"},
 			},
 			Action: func(c *cli.Context) error {
 				if err := checkOutputDir("dev synth", c.String("output")); err != nil {
@@ -49,6 +50,9 @@ func init() {
 					err = convert.SynthesizeGemma4(c.String("output"), g4, o)
 				} else {
 					return cli.Exit(fmt.Sprintf("dev synth: unknown geometry %q (want %s)", name, strings.Join(synthGeometryNames(), ", ")), exitUsage)
+				}
+				if errors.Is(err, convert.ErrTooManyShards) {
+					return cli.Exit("dev synth: --shards: "+err.Error(), exitUsage)
 				}
 				if err != nil {
 					return cli.Exit("dev synth: "+err.Error(), exitUsage)

@@ -54,6 +54,9 @@ func TestNewcomerBadArguments(t *testing.T) {
 		{[]string{"dev", "synth", "--geometry", "tiny", "-o", out, "--shards", "0"}, "--shards 0 outside 1..1024"},
 		{[]string{"dev", "synth", "--geometry", "tiny", "-o", out, "--shards", "100000"}, "--shards 100000 outside 1..1024"},
 		{[]string{"dev", "synth", "--geometry", "tiny", "-o", model}, "is not a directory"},
+		// More shards than the tiny geometry's 21 tensors wrote empty
+		// shard files.
+		{[]string{"dev", "synth", "--geometry", "tiny", "-o", out, "--shards", "22"}, "--shards: more shards than tensors: 22 shards for a checkpoint of 21 tensors (at most 21"},
 		// An endless tokenizer file was read whole until the kernel's OOM
 		// killer stopped the process.
 		{[]string{"convert", "-o", out + ".cflow", "--tokenizer", "/dev/zero", "../../models/stories260K.bin"}, "/dev/zero: larger than 256 MiB"},
