@@ -28,6 +28,9 @@ type job struct {
 	ctx context.Context
 	seq *generate.Sequence
 	out outbox
+	// ticks fed this job, and the sequences those ticks fed in all (the
+	// request log's "sequences per tick": how much batching it got).
+	ticks, shared atomic.Int64
 }
 
 // outbox hands tokens from the scheduler to the request's handler without
@@ -212,6 +215,8 @@ func (s *scheduler) tick() {
 	logits, errs := s.be.feed(s.feeds)
 	for k, f := range s.feeds {
 		sl := s.slots[f.slot]
+		sl.j.ticks.Add(1)
+		sl.j.shared.Add(int64(len(s.feeds)))
 		seq := sl.j.seq
 		switch err := errs[k]; {
 		case errors.Is(err, runtime.ErrContextFull) && sl.fed == len(seq.Prompt()):
