@@ -41,7 +41,7 @@ func (e *Engine) heads(c *kvCache, lp *layerPlan, q, att []float32, n, start int
 		f := e.kernel.Float()
 		b.heads = append(b.heads, headScratch{q: &actVec{v: f.NewVec(hd)}, p: &actVec{v: f.NewVec(kvBlock)}})
 	}
-	e.parallel(H, func(j int) {
+	e.parallel(H, Hkv, func(j int) {
 		kvh := j * Hkv / H
 		hs := &b.heads[j]
 		if cap(hs.scores) < span {

@@ -39,6 +39,9 @@ type request struct {
 	outs [][]float32
 	n    int
 	f    func(i int)
+	// groups > 1: the loop's items form that many equal runs that read
+	// the same data in every column (the query heads of one KV head).
+	groups int
 }
 
 // lane is one column of a batch: a view of the engine sharing its weights,
@@ -93,9 +96,11 @@ func (ln *lane) forward() {
 
 // parallel runs f(0..n−1) on the pool, or, in a batch column, hands the
 // loop to the driver, which runs every column's loop in one pool job.
-func (e *Engine) parallel(n int, f func(i int)) {
+// The items form groups equal runs that read the same data (1: none), so
+// the driver can run one group of every column before the next group.
+func (e *Engine) parallel(n, groups int, f func(i int)) {
 	if ln := e.ln; ln != nil {
-		ln.req = request{n: n, f: f}
+		ln.req = request{n: n, f: f, groups: groups}
 		ln.wait()
 		return
 	}
@@ -182,7 +187,13 @@ func (e *Engine) abandonLanes() {
 	}
 }
 
-// parallelLanes runs every column's parallel loop as one pool job.
+// parallelLanes runs every column's parallel loop as one pool job. When
+// every column's loop has the same items in the same groups (attention
+// heads, grouped by KV head), the job runs group-major: all columns' items
+// of one group, then the next group's, so the data a group reads (that KV
+// head's cached keys and values, shared by the columns of one sequence)
+// stays in cache across columns instead of every column streaming all
+// KV heads.
 func (e *Engine) parallelLanes(ls []*lane) {
 	total := 0
 	for _, ln := range ls {
@@ -190,6 +201,14 @@ func (e *Engine) parallelLanes(ls []*lane) {
 	}
 	if len(ls) == 1 {
 		e.pool.run(total, ls[0].req.f)
+		return
+	}
+	if n, g := ls[0].req.n, ls[0].req.groups; g > 1 && n%g == 0 && total == n*len(ls) && sameGroups(ls) {
+		per, B := n/g, len(ls)
+		e.pool.run(total, func(i int) {
+			grp, r := i/(B*per), i%(B*per)
+			ls[r/per].req.f(grp*per + r%per)
+		})
 		return
 	}
 	e.pool.run(total, func(i int) {
@@ -211,3 +230,14 @@ type batchErr struct {
 
 func (b *batchErr) Error() string { return fmt.Sprintf("batch column %d: %v", b.i, b.err) }
 func (b *batchErr) Unwrap() error { return b.err }
+
+// sameGroups reports whether every column's loop has column 0's item count
+// and groups.
+func sameGroups(ls []*lane) bool {
+	for _, ln := range ls {
+		if ln.req.n != ls[0].req.n || ln.req.groups != ls[0].req.groups {
+			return false
+		}
+	}
+	return true
+}
