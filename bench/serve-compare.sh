@@ -12,7 +12,9 @@
 # Environment: THREADS (2), CLIENTS ("1 2 4 8"), REQUESTS (4 per client per
 # level), TOKENS (64 per request), PROMPT (32 tokens), CTX (512 per
 # sequence), ROUNDS (1), OUT (bench/out), MODEL (an existing .cflow instead
-# of step 3). Raw results (one line per server, round and level, with the
+# of step 3), LLAMA_ENV (environment for llama-server, e.g.
+# OMP_WAIT_POLICY=passive: its OpenMP barriers spin, which collapses on a
+# machine whose other processes take the cores). Raw results (one line per server, round and level, with the
 # load average before it): OUT/serve.jsonl.
 set -euo pipefail
 
@@ -84,7 +86,7 @@ for round in $(seq 1 "$rounds"); do
 	await
 	measure cflowc "$round"
 	stop
-	"$server" -m "$gguf" --host 127.0.0.1 --port "$port" -np "$np" -c $((np * ctx)) -t "$threads" -tb "$threads" 2>"$out/serve-llama.log" &
+	env ${LLAMA_ENV:-} "$server" -m "$gguf" --host 127.0.0.1 --port "$port" -np "$np" -c $((np * ctx)) -t "$threads" -tb "$threads" 2>"$out/serve-llama.log" &
 	pid=$!
 	await
 	measure llama.cpp "$round"
