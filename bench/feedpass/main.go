@@ -1,0 +1,120 @@
+// Command feedpass measures what one runtime.Engine.StepFeeds pass costs
+// for the shapes a serving tick takes — B decode tokens of B sequences, a
+// 32-token prompt, decode tokens and a prompt together — relative to one
+// sequence's decode token: how much continuous batching can buy on this
+// CPU before any scheduler is involved. -cpu reports the process's CPU
+// time per pass instead of wall time (with -threads 1 no pool waits are
+// counted, so the figure holds up on a machine others are using).
+//
+//	go run ./bench/feedpass -model tinyllama-q4_0.cflow -threads 1 -cpu
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	goruntime "runtime"
+	"sort"
+	"syscall"
+	"time"
+
+	"github.com/cflow-dev/cflow/runtime"
+	"github.com/cflow-dev/cflow/vflowfmt"
+)
+
+func main() {
+	path := flag.String("model", "", "a .cflow or .vflow model file")
+	threads := flag.Int("threads", 1, "engine threads")
+	passes := flag.Int("passes", 6, "passes per measurement")
+	rounds := flag.Int("rounds", 3, "rounds over every shape (median reported)")
+	useCPU := flag.Bool("cpu", false, "CPU time of the process instead of wall time")
+	flag.Parse()
+	if *path == "" || *threads < 1 || *passes < 1 || *rounds < 1 {
+		log.Fatal("need -model; -threads, -passes and -rounds ≥ 1")
+	}
+	goruntime.GOMAXPROCS(*threads + 1)
+	m, err := vflowfmt.OpenModel(*path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	e, err := runtime.New(m, runtime.Options{Threads: *threads})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer e.Close()
+	V := int(e.Header().VocabSize)
+	seqs := make([]*runtime.Sequence, 9)
+	for i := range seqs {
+		seqs[i] = e.NewSequence()
+	}
+	prompt := make([]int, 32)
+	for i := range prompt {
+		prompt[i] = (10 + 7*i) % V
+	}
+	reset := func() {
+		for _, q := range seqs {
+			q.Reset()
+			if _, err := e.PrefillSequence(q, []int{1, 100 % V, 200 % V, 300 % V}, nil); err != nil {
+				log.Fatal(err)
+			}
+		}
+	}
+	decode := func(b int) []runtime.Feed {
+		var fs []runtime.Feed
+		for i := range b {
+			fs = append(fs, runtime.Feed{Seq: seqs[i], Toks: []int{(500 + i) % V}, Logits: true})
+		}
+		return fs
+	}
+	withPrompt := func(fs []runtime.Feed) []runtime.Feed {
+		seqs[8].Reset()
+		return append(fs, runtime.Feed{Seq: seqs[8], Toks: prompt, Logits: true})
+	}
+	shapes := []struct {
+		name  string
+		feeds func() []runtime.Feed
+	}{
+		{"1 decode token", func() []runtime.Feed { return decode(1) }},
+		{"2 decode tokens", func() []runtime.Feed { return decode(2) }},
+		{"4 decode tokens", func() []runtime.Feed { return decode(4) }},
+		{"8 decode tokens", func() []runtime.Feed { return decode(8) }},
+		{"32 prompt tokens", func() []runtime.Feed { return withPrompt(nil) }},
+		{"4 decode + 32 prompt", func() []runtime.Feed { return withPrompt(decode(4)) }},
+	}
+	clock := func() float64 {
+		if !*useCPU {
+			return float64(time.Now().UnixNano()) / 1e9
+		}
+		var ru syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+	}
+	ms := make([][]float64, len(shapes))
+	for range *rounds {
+		for k, sh := range shapes {
+			reset()
+			t0 := clock()
+			for range *passes {
+				if _, err := e.StepFeeds(sh.feeds()); err != nil {
+					log.Fatal(err)
+				}
+			}
+			ms[k] = append(ms[k], (clock()-t0)*1000/float64(*passes))
+		}
+	}
+	what := "wall"
+	if *useCPU {
+		what = "CPU"
+	}
+	fmt.Printf("%d threads, %s ms per pass, median of %d rounds of %d passes\n", *threads, what, *rounds, *passes)
+	one := median(ms[0])
+	for k, sh := range shapes {
+		fmt.Printf("%-22s %9.1f ms  %5.2f× one token's pass\n", sh.name, median(ms[k]), median(ms[k])/one)
+	}
+}
+
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
