@@ -13,10 +13,10 @@ type batchFunc func(t *Tile, xs []*Vec, col int, ys [][]float32)
 // token and product), and all of them must belong to the same Kernel.
 //
 // The result for column j is what Dot(t, xs[j], col, ys[j]) gives: bit for
-// bit on the float-activation paths (their multi-column kernels keep each
-// column's arithmetic in the single-column order) and on paths without a
-// multi-column kernel, and up to float summation order on the int8 (vnni)
-// kernels, so a batched forward pass and token-by-token decode agree. The point is the memory traffic: the tile is
+// bit on the float-activation paths and on avx2i8 (their multi-column
+// kernels keep each column's arithmetic in the single-column order) and on
+// paths without a multi-column kernel, and up to float summation order on
+// the vnni kernels, so a batched forward pass and token-by-token decode agree. The point is the memory traffic: the tile is
 // read from DRAM once for the whole batch instead of once per token, and a
 // multi-column kernel also decodes each weight once for all columns.
 //

@@ -178,6 +178,20 @@ GLOBL sc16mask<>(SB), RODATA|NOPTR, $32
 	Q4ROWT((32*(p))(DI)(R10*2), w, Y8, 0x55*(p), Y2); \
 	Q4ROWT((32*(p))(DI)(R11*1), w, Y12, 0x55*(p), Y3)
 
+// Q4PAIR1 is Q4PAIR4 for one row (table Y6, accumulator Y0).
+#define Q4PAIR1(p, w) \
+	VMOVDQU (32*(p))(R12), Y9;  \
+	VMOVDQU (32*(p))(R13), Y10; \
+	Q4ROWT((32*(p))(DI), w, Y6, 0x55*(p), Y0)
+
+// HSUMPAIRED leaves Y0's horizontal sum in X0 with RED4's pairing,
+// (l0+l1)+(l2+l3) + (l4+l5)+(l6+l7). Clobbers X1.
+#define HSUMPAIRED \
+	VHADDPS      Y0, Y0, Y0; \
+	VHADDPS      Y0, Y0, Y0; \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPS       X1, X0, X0
+
 // func q4avx2i8(sc, data *byte, rows, groups int, xl, xh *int8, c4 *int32, dx, y *float32, fold int)
 //
 // fold ≠ 0 lets rows take the loops that apply the bias once per row in
@@ -211,11 +225,14 @@ TEXT ·q4avx2i8(SB), NOSPLIT, $160-80
 	MOVQ         R8, R10
 	SHLQ         $4, R10           // a row's nibble bytes
 	LEAQ         (R10)(R10*2), R11 // three rows'
-	CMPQ         CX, $4
-	JLT          q4i8one
 	MOVQ         fold+72(FP), AX
 	TESTQ        AX, AX
-	JZ           q4i8four
+	JNZ          q4i8fold
+	CMPQ         CX, $4
+	JLT          q4i8one
+	JMP          q4i8four
+
+q4i8fold:
 
 	// Full rows, four at a time: the tables live in Y6, Y7, Y8, Y12. The
 	// Q4 bias enters once per row as table · (Σ of each group's c4 lanes,
@@ -233,6 +250,8 @@ TEXT ·q4avx2i8(SB), NOSPLIT, $160-80
 	VPHADDD      96(DX), Y4, Y4
 	VPHADDD      Y4, Y11, Y11
 	VCVTDQ2PS    Y11, Y11
+	CMPQ         CX, $4
+	JLT          q4i8fone
 	CMPQ         R8, $8
 	JNE          q4i8short
 
@@ -269,9 +288,7 @@ q4i8full:
 	SUBQ $4, CX
 	CMPQ CX, $4
 	JGE  q4i8full
-	VMOVUPS (R15), Y12           // the row-at-a-time tail's dx and lane indices
-	VMOVDQU i8lanes<>(SB), Y13
-	JMP  q4i8one
+	JMP  q4i8fone
 
 	// Short rows (fewer than 8 groups, no pad nibbles), four at a time:
 	// the tables come from ROWSCALES' stack slots (lanes past the row's
@@ -357,9 +374,63 @@ q4i8shsum:
 	SUBQ $4, CX
 	CMPQ CX, $4
 	JGE  q4i8shrow
+
+	// The last rows mod 4, one at a time, with the same arithmetic (and
+	// the same pairing of lanes in the sum as RED4) as the loops above.
+q4i8fone:
+	TESTQ   CX, CX
+	JZ      q4i8done
 	VMOVUPS (R15), Y12
-	VMOVDQU i8lanes<>(SB), Y13
-	JMP  q4i8one
+	ROWSCALES(32, q4i8fs, q4i8fsp, q4i8fsr, q4i8fse, q4i8fsd)
+	MOVQ    xl+32(FP), R12
+	VMOVDQU f32perm<>(SB), Y4
+	VPERMPS (SP), Y4, Y6
+	VXORPS  Y0, Y0, Y0
+	CMPQ    R8, $2
+	JLT     q4i8fo0
+	Q4PAIR1(0, Y4)
+	CMPQ    R8, $4
+	JLT     q4i8fo1
+	Q4PAIR1(1, Y4)
+	CMPQ    R8, $6
+	JLT     q4i8fo2
+	Q4PAIR1(2, Y4)
+	CMPQ    R8, $8
+	JLT     q4i8fo3
+	Q4PAIR1(3, Y4)
+	JMP     q4i8fosum
+
+q4i8fo0:
+	Q4PAIR1(0, X4)
+	JMP     q4i8fosum
+
+q4i8fo1:
+	TESTQ   $1, R8
+	JZ      q4i8fosum
+	Q4PAIR1(1, X4)
+	JMP     q4i8fosum
+
+q4i8fo2:
+	TESTQ   $1, R8
+	JZ      q4i8fosum
+	Q4PAIR1(2, X4)
+	JMP     q4i8fosum
+
+q4i8fo3:
+	TESTQ   $1, R8
+	JZ      q4i8fosum
+	Q4PAIR1(3, X4)
+
+q4i8fosum:
+	VFMADD231PS Y11, Y6, Y0
+	HSUMPAIRED
+	VADDSS  (R9), X0, X0
+	VMOVSS  X0, (R9)
+	ADDQ    R10, DI
+	LEAQ    (SI)(R8*2), SI
+	ADDQ    $4, R9
+	DECQ    CX
+	JMP     q4i8fone
 
 q4i8four:
 	ROWSCALES(128, q4i8sc4, q4i8sc4p, q4i8sc4r, q4i8sc4e, q4i8sc4d)
@@ -547,7 +618,7 @@ q8i8oneg:
 	DECQ    BX
 	JNZ     q8i8oneg
 
-	HSUM8(Y0, X0, X1)
+	HSUMPAIRED
 	VADDSS (R9), X0, X0
 	VMOVSS X0, (R9)
 	LEAQ   (SI)(R8*2), SI
