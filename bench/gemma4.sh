@@ -26,7 +26,8 @@
 #      -r RUNS -t T` and `cflowc bench --threads T --tokens TOKENS --runs
 #      RUNS`, medians, the read probe and roofline from the same invocation;
 #      raw results in OUT/GEOMETRY-timing/results.jsonl
-# Environment: THREADS ("1 2"), TOKENS (64), RUNS (5), ROUNDS (3), OUT
+# Environment: THREADS ("1 2"), TOKENS (64), RUNS (5), ROUNDS (3; 0 skips
+# step 5), OUT
 # (bench/out), NPROBS (16), CHECK (1; 0 skips steps 2-3), GEOMETRY
 # (gemma4_26b_a4b_6l). Needs ~22 GB of disk in OUT and bench/llama.cpp
 # (bench/llama-cpp.sh, or a symlink to a build with llama-server).
@@ -161,5 +162,7 @@ size = os.path.getsize(path)
 print(f"  llama.cpp (from the GGUF's tensor table): {read/1e6:.1f} MB/token of the {size/1e6:.1f} MB file ({100*read/size:.1f}%), of which experts {exps/1e6:.1f} ({K} of {E} per bank)")
 PY
 
-echo
-MODEL="$cflow" PROMPT=0 OUT="$out/$geometry-timing" "$here/side-by-side.sh"
+if [ "${ROUNDS:-3}" != 0 ]; then
+	echo
+	MODEL="$cflow" PROMPT=0 OUT="$out/$geometry-timing" "$here/side-by-side.sh"
+fi
