@@ -222,7 +222,7 @@ func (e *Engine) parallelLanes(ls []*lane) {
 	})
 }
 
-// batchErr is an error of one column of a StepBatch.
+// batchErr is an error of one column of a StepBatch or one feed of a StepFeeds.
 type batchErr struct {
 	i   int
 	err error

@@ -171,69 +171,20 @@ func (e *Engine) prefillSteps(s *seq, toks []int, each func(int, []float32, *Obs
 // StepBatch feeds toks[i] to seqs[i] for every i in one pass over the
 // weights (continuous batching: one decode token of each of several
 // sequences) and returns each sequence's next-token logits, exactly what
-// Step on that sequence alone returns. The slices are reused by the next
-// batch call. A token outside the vocabulary, a full sequence or a
-// sequence listed twice is refused before anything is fed; the error names
-// the column.
-func (e *Engine) StepBatch(seqs []*Sequence, toks []int) (out [][]float32, err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if fe := e.faultError(recover()); fe != nil {
-			e.abandonLanes()
-			for _, q := range seqs {
-				q.s.truncate(q.s.pos)
-			}
-			out, err = nil, fe
-		}
-	}()
+// Step on that sequence alone returns. It is StepFeeds with one token and
+// its logits per feed, so the same rules hold: the slices are reused by
+// the next batch call; a token outside the vocabulary, a full sequence or
+// a sequence listed twice is refused before anything is fed, the error
+// naming the column; any error leaves every sequence as it was.
+func (e *Engine) StepBatch(seqs []*Sequence, toks []int) ([][]float32, error) {
 	if len(seqs) != len(toks) {
 		return nil, fmt.Errorf("runtime: %d sequences, %d tokens", len(seqs), len(toks))
 	}
+	feeds := make([]Feed, len(seqs))
 	for i, q := range seqs {
-		if q == nil || q.own != e {
-			return nil, &batchErr{i, errors.New("the sequence belongs to another engine")}
-		}
-		if err := e.checkToken(&q.s, toks[i]); err != nil {
-			return nil, &batchErr{i, err}
-		}
-		for j := range i {
-			if seqs[j] == q {
-				return nil, &batchErr{i, fmt.Errorf("the sequence is also column %d", j)}
-			}
-		}
+		feeds[i] = Feed{Seq: q, Toks: toks[i : i+1], Logits: true}
 	}
-	out = make([][]float32, 0, len(seqs))
-	if !e.batches() {
-		for i, q := range seqs {
-			l, err := e.step(&q.s, toks[i])
-			if err != nil {
-				return nil, &batchErr{i, err}
-			}
-			q.obs.copyFrom(&e.obs)
-			out = append(out, append([]float32(nil), l...))
-		}
-		return out, nil
-	}
-	for b := 0; b < len(seqs); b += e.batch {
-		bs := seqs[b:min(b+e.batch, len(seqs))]
-		ls := e.takeLanes(len(bs))
-		for i, ln := range ls {
-			ln.col, ln.tok, ln.logits = &bs[i].s, toks[b+i], true
-		}
-		e.runLanes(ls)
-		if err := e.gatherLanes(ls); err != nil {
-			for _, q := range bs {
-				q.s.truncate(q.s.pos)
-			}
-			return nil, err
-		}
-		for i, ln := range ls {
-			bs[i].s.pos++
-			bs[i].obs.copyFrom(&ln.e.obs)
-			out = append(out, ln.out)
-		}
-	}
-	return out, nil
+	return e.StepFeeds(feeds)
 }
 
 // batches reports whether this engine feeds several columns per weight
