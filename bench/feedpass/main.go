@@ -13,8 +13,11 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"os"
 	goruntime "runtime"
+	"runtime/pprof"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -28,6 +31,8 @@ func main() {
 	passes := flag.Int("passes", 6, "passes per measurement")
 	rounds := flag.Int("rounds", 3, "rounds over every shape (median reported)")
 	useCPU := flag.Bool("cpu", false, "CPU time of the process instead of wall time")
+	only := flag.String("only", "", "measure only the shape whose name starts with this (e.g. \"4 decode\")")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured passes to this file")
 	flag.Parse()
 	if *path == "" || *threads < 1 || *passes < 1 || *rounds < 1 {
 		log.Fatal("need -model; -threads, -passes and -rounds ≥ 1")
@@ -88,6 +93,28 @@ func main() {
 		var ru syscall.Rusage
 		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 		return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+	}
+	if *only != "" {
+		kept := shapes[:0]
+		for _, sh := range shapes {
+			if strings.HasPrefix(sh.name, *only) {
+				kept = append(kept, sh)
+			}
+		}
+		if len(kept) == 0 {
+			log.Fatalf("-only %q matches no shape", *only)
+		}
+		shapes = kept
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	ms := make([][]float64, len(shapes))
 	for range *rounds {
