@@ -47,45 +47,7 @@ func main() {
 		log.Fatal(err)
 	}
 	defer e.Close()
-	V := int(e.Header().VocabSize)
-	seqs := make([]*runtime.Sequence, 9)
-	for i := range seqs {
-		seqs[i] = e.NewSequence()
-	}
-	prompt := make([]int, 32)
-	for i := range prompt {
-		prompt[i] = (10 + 7*i) % V
-	}
-	reset := func() {
-		for _, q := range seqs {
-			q.Reset()
-			if _, err := e.PrefillSequence(q, []int{1, 100 % V, 200 % V, 300 % V}, nil); err != nil {
-				log.Fatal(err)
-			}
-		}
-	}
-	decode := func(b int) []runtime.Feed {
-		var fs []runtime.Feed
-		for i := range b {
-			fs = append(fs, runtime.Feed{Seq: seqs[i], Toks: []int{(500 + i) % V}, Logits: true})
-		}
-		return fs
-	}
-	withPrompt := func(fs []runtime.Feed) []runtime.Feed {
-		seqs[8].Reset()
-		return append(fs, runtime.Feed{Seq: seqs[8], Toks: prompt, Logits: true})
-	}
-	shapes := []struct {
-		name  string
-		feeds func() []runtime.Feed
-	}{
-		{"1 decode token", func() []runtime.Feed { return decode(1) }},
-		{"2 decode tokens", func() []runtime.Feed { return decode(2) }},
-		{"4 decode tokens", func() []runtime.Feed { return decode(4) }},
-		{"8 decode tokens", func() []runtime.Feed { return decode(8) }},
-		{"32 prompt tokens", func() []runtime.Feed { return withPrompt(nil) }},
-		{"4 decode + 32 prompt", func() []runtime.Feed { return withPrompt(decode(4)) }},
-	}
+	shapes, reset := tickShapes(e)
 	clock := func() float64 {
 		if !*useCPU {
 			return float64(time.Now().UnixNano()) / 1e9
@@ -116,18 +78,9 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	ms := make([][]float64, len(shapes))
-	for range *rounds {
-		for k, sh := range shapes {
-			reset()
-			t0 := clock()
-			for range *passes {
-				if _, err := e.StepFeeds(sh.feeds()); err != nil {
-					log.Fatal(err)
-				}
-			}
-			ms[k] = append(ms[k], (clock()-t0)*1000/float64(*passes))
-		}
+	ms, err := measure(e, shapes, reset, *rounds, *passes, clock)
+	if err != nil {
+		log.Fatal(err)
 	}
 	what := "wall"
 	if *useCPU {
@@ -138,6 +91,87 @@ func main() {
 	for k, sh := range shapes {
 		fmt.Printf("%-22s %9.1f ms  %5.2f× one token's pass\n", sh.name, median(ms[k]), median(ms[k])/one)
 	}
+}
+
+// prefix is what every decoding sequence holds before a round's passes
+// (BOS and three tokens, within a vocabulary of V), so a decode token
+// attends to earlier positions.
+func prefix(V int) []int { return []int{1, 100 % V, 200 % V, 300 % V} }
+
+// promptLen is the prompt shapes' prompt: a serving request's 32 tokens.
+const promptLen = 32
+
+// shape is one tick shape: feeds returns the next pass's feeds.
+type shape struct {
+	name  string
+	feeds func() []runtime.Feed
+}
+
+// tickShapes returns the shapes a serving tick takes on e — B decode tokens
+// of B sequences (each continuing its own history by one token per pass),
+// a prompt alone, decode tokens and a prompt in one pass — and reset, which
+// puts every decoding sequence back to prefix and must run before a run of
+// passes of one shape (each pass moves the decoding sequences on one
+// position; the prompt always starts a fresh sequence).
+func tickShapes(e *runtime.Engine) ([]shape, func() error) {
+	V := int(e.Header().VocabSize)
+	seqs := make([]*runtime.Sequence, 9)
+	for i := range seqs {
+		seqs[i] = e.NewSequence()
+	}
+	prompt := make([]int, promptLen)
+	for i := range prompt {
+		prompt[i] = (10 + 7*i) % V
+	}
+	reset := func() error {
+		for _, q := range seqs {
+			q.Reset()
+			if _, err := e.PrefillSequence(q, prefix(V), nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	decode := func(b int) []runtime.Feed {
+		var fs []runtime.Feed
+		for i := range b {
+			fs = append(fs, runtime.Feed{Seq: seqs[i], Toks: []int{(500 + i) % V}, Logits: true})
+		}
+		return fs
+	}
+	withPrompt := func(fs []runtime.Feed) []runtime.Feed {
+		seqs[8].Reset()
+		return append(fs, runtime.Feed{Seq: seqs[8], Toks: prompt, Logits: true})
+	}
+	return []shape{
+		{"1 decode token", func() []runtime.Feed { return decode(1) }},
+		{"2 decode tokens", func() []runtime.Feed { return decode(2) }},
+		{"4 decode tokens", func() []runtime.Feed { return decode(4) }},
+		{"8 decode tokens", func() []runtime.Feed { return decode(8) }},
+		{fmt.Sprintf("%d prompt tokens", promptLen), func() []runtime.Feed { return withPrompt(nil) }},
+		{fmt.Sprintf("4 decode + %d prompt", promptLen), func() []runtime.Feed { return withPrompt(decode(4)) }},
+	}, reset
+}
+
+// measure times passes passes of every shape per round (clock in seconds)
+// and returns each shape's milliseconds per pass, one entry per round.
+func measure(e *runtime.Engine, shapes []shape, reset func() error, rounds, passes int, clock func() float64) ([][]float64, error) {
+	ms := make([][]float64, len(shapes))
+	for range rounds {
+		for k, sh := range shapes {
+			if err := reset(); err != nil {
+				return nil, err
+			}
+			t0 := clock()
+			for range passes {
+				if _, err := e.StepFeeds(sh.feeds()); err != nil {
+					return nil, fmt.Errorf("%s: %w", sh.name, err)
+				}
+			}
+			ms[k] = append(ms[k], (clock()-t0)*1000/float64(passes))
+		}
+	}
+	return ms, nil
 }
 
 func median(xs []float64) float64 {
