@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # cflowc serve vs llama-server on the same Q4_0 weights, the same thread
-# count and the same requests (bench/serveload): aggregate decode tok/s and
-# p50/p99 time to first token at 1, 2, 4, 8 concurrent greedy clients.
+# count and the same requests (bench/serveload): end-to-end aggregate tok/s,
+# steady decode tok/s (every client decoding, no prompt in flight; see
+# bench/serveload) and p50/p99 time to first token at 1, 2, 4, 8 concurrent
+# greedy clients.
 # The servers run one after the other (never together), on loopback.
 #   1. build cflowc and serveload          → OUT/cflowc, OUT/serveload
 #   2. build llama.cpp (llama-cpp.sh)       → bench/llama.cpp/build/bin/llama-server
@@ -11,7 +13,8 @@
 #   5. repeat step 4 ROUNDS times (the servers alternate), report medians
 # Environment: THREADS (2), CLIENTS ("1 2 4 8"), REQUESTS (4 per client per
 # level), TOKENS (64 per request), PROMPT (32 tokens), CTX (512 per
-# sequence), ROUNDS (1), OUT (bench/out), MODEL (an existing .cflow instead
+# sequence), ROUNDS (1), OUT (bench/out), SERVERS ("cflowc llama.cpp"; one of
+# them alone to measure only it), MODEL (an existing .cflow instead
 # of step 3), LLAMA_ENV (environment for llama-server, e.g.
 # OMP_WAIT_POLICY=passive: its OpenMP barriers spin, which collapses on a
 # machine whose other processes take the cores). Raw results (one line per server, round and level, with the
@@ -29,6 +32,10 @@ prompt="${PROMPT:-32}"
 ctx="${CTX:-512}"
 rounds="${ROUNDS:-1}"
 geometry="${GEOMETRY:-tinyllama}"
+servers="${SERVERS:-cflowc llama.cpp}"
+for name in $servers; do
+	case "$name" in cflowc | llama.cpp) ;; *) echo "SERVERS: $name is neither cflowc nor llama.cpp" >&2; exit 2 ;; esac
+done
 mkdir -p "$out"
 
 cflowc="$out/cflowc"
@@ -81,37 +88,40 @@ for l in sys.stdin:
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs))"
 echo "model: $cflow, gguf: $gguf; $threads threads, --parallel $np, clients {$clients} × $requests requests × $tokens tokens, prompt $prompt"
 for round in $(seq 1 "$rounds"); do
-	"$cflowc" serve "$cflow" --port "$port" --parallel "$np" --ctx "$ctx" --threads "$threads" --queue 64 2>"$out/serve-cflowc.log" &
-	pid=$!
-	await
-	measure cflowc "$round"
-	stop
-	env ${LLAMA_ENV:-} "$server" -m "$gguf" --host 127.0.0.1 --port "$port" -np "$np" -c $((np * ctx)) -t "$threads" -tb "$threads" 2>"$out/serve-llama.log" &
-	pid=$!
-	await
-	measure llama.cpp "$round"
-	stop
+	for name in $servers; do
+		if [ "$name" = cflowc ]; then
+			"$cflowc" serve "$cflow" --port "$port" --parallel "$np" --ctx "$ctx" --threads "$threads" --queue 64 2>"$out/serve-cflowc.log" &
+		else
+			env ${LLAMA_ENV:-} "$server" -m "$gguf" --host 127.0.0.1 --port "$port" -np "$np" -c $((np * ctx)) -t "$threads" -tb "$threads" 2>"$out/serve-llama.log" &
+		fi
+		pid=$!
+		await
+		measure "$name" "$round"
+		stop
+	done
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 python3 - "$res" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-keys = ("aggregate_tok_s", "decode_tok_s", "ttft_p50_ms", "ttft_p99_ms")
+keys = ("aggregate_tok_s", "steady_decode_tok_s", "ttft_p50_ms", "ttft_p99_ms")
 by = {}
 for r in rows:
     by.setdefault((r["server"], r["clients"]), []).append(r)
-med = {k: {f: statistics.median(r[f] for r in v) for f in keys} for k, v in by.items()}
+med = {k: {f: statistics.median(r.get(f, 0) for r in v) for f in keys} for k, v in by.items()}
 n = max(len(v) for v in by.values())
 cs = sorted({r["clients"] for r in rows})
-one = {s: med.get((s, cs[0]), {}).get("aggregate_tok_s") for s in ("cflowc", "llama.cpp")}
+one = {s: med.get((s, cs[0])) for s in ("cflowc", "llama.cpp")}
+x = lambda a, b: "%.2f×" % (a / b) if a and b else "–"
 print()
-print("medians of %d round(s); aggregate tok/s = completion tokens ÷ wall time; decode tok/s = clients × the median request's rate after its first token" % n)
-print("| clients | cflowc tok/s | × 1 client | decode tok/s | TTFT p50/p99 ms | llama-server tok/s | × 1 client | decode tok/s | TTFT p50/p99 ms | cflowc ÷ llama |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print("medians of %d round(s); aggregate tok/s = completion tokens ÷ wall time (prompts, decode, HTTP); steady decode tok/s = clients ÷ the mean interval between a request's tokens while every client decodes (no prompt in flight); × = ÷ the %d-client figure" % (n, cs[0]))
+print("| clients | cflowc tok/s | × | steady decode tok/s | × | TTFT p50/p99 ms | llama-server tok/s | × | steady decode tok/s | × | TTFT p50/p99 ms | cflowc ÷ llama tok/s | steady decode |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for c in cs:
     a, b = med.get(("cflowc", c)), med.get(("llama.cpp", c))
-    f = lambda r, s: "%.2f | %.2f× | %.2f | %.0f / %.0f" % (r["aggregate_tok_s"], r["aggregate_tok_s"] / one[s], r["decode_tok_s"], r["ttft_p50_ms"], r["ttft_p99_ms"]) if r else "– | – | – | –"
-    ratio = "%.2f×" % (a["aggregate_tok_s"] / b["aggregate_tok_s"]) if a and b else "–"
+    f = lambda r, s: "%.2f | %s | %.2f | %s | %.0f / %.0f" % (r["aggregate_tok_s"], x(r["aggregate_tok_s"], one[s]["aggregate_tok_s"]),
+        r["steady_decode_tok_s"], x(r["steady_decode_tok_s"], one[s]["steady_decode_tok_s"]), r["ttft_p50_ms"], r["ttft_p99_ms"]) if r else "– | – | – | – | –"
+    ratio = "%s | %s" % (x(a["aggregate_tok_s"], b["aggregate_tok_s"]), x(a["steady_decode_tok_s"], b["steady_decode_tok_s"])) if a and b else "– | –"
     print("| %d | %s | %s | %s |" % (c, f(a, "cflowc"), f(b, "llama.cpp"), ratio))
 PY
