@@ -27,6 +27,10 @@ type Kernel struct {
 	// Multi-column kernels for DotBatch; nil: the single-column one per
 	// column.
 	q4batch, q8batch batchFunc
+
+	// f32rows applies an F32 tile to several vectors in Dot's order per
+	// vector (DotF32Rows); nil: the path has none.
+	f32rows f32RowsFunc
 }
 
 // dotFunc adds one tile's product into y; Dot has checked the geometry.

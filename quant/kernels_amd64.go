@@ -58,7 +58,8 @@ func archKernels(f CPUFeatures) []*Kernel {
 	if !f.AVX2 {
 		return ks
 	}
-	avx2 := &Kernel{name: "avx2", f32: dotF32AVX2, q4: dotQ4AVX2, q8: dotQ8AVX2, q4batch: dotQ4AVX2Batch, q8batch: dotQ8AVX2Batch}
+	avx2 := &Kernel{name: "avx2", f32: dotF32AVX2, q4: dotQ4AVX2, q8: dotQ8AVX2, q4batch: dotQ4AVX2Batch, q8batch: dotQ8AVX2Batch,
+		f32rows: f32rows256}
 	ks = append(ks, avx2)
 	// int8 activations through VPMADDUBSW: the default on AVX2 CPUs without
 	// VNNI (AMD Zen 2/3), where the float kernels run out of arithmetic

@@ -32,6 +32,10 @@ type headScratch struct {
 func (e *Engine) heads(c *kvCache, lp *layerPlan, q, att []float32, n, start int) {
 	b := &e.bf
 	H, Hkv, hd := int(e.h.NumHeads), lp.kvHeads, lp.hd
+	if tileCache && hd <= quant.MaxTileCols && e.kernel.HasF32Rows() {
+		e.headGroups(c, lp, q, att, n, start)
+		return
+	}
 	scale := float32(e.attnScale(hd))
 	b0, nb := start/kvBlock, (n+kvBlock-1)/kvBlock
 	span := nb * kvBlock

@@ -5,6 +5,7 @@ package runtime
 type buffers struct {
 	xn, hn, q, k, v, att []float32
 	heads                []headScratch
+	headGroups           []groupScratch
 	cos, sin             []float32
 	g, u                 []float32
 	router               []float32

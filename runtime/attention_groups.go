@@ -1,0 +1,104 @@
+package runtime
+
+import "math"
+
+// maxHeadsPerGroup is how many query heads of one KV head an attention
+// item serves at once: each row of that KV head's key and value tiles is
+// read from L2 once for all of them (quant.DotF32Rows) instead of once
+// per head, and the KV heads still split into enough items to spread over
+// the pool in a decode step.
+const maxHeadsPerGroup = 4
+
+// groupScratch is one attention item's scratch: the scores and
+// probabilities of its query heads, span apart.
+type groupScratch struct {
+	scores, probs []float32
+}
+
+// headsPerGroup is the largest divisor of the query heads per KV head g
+// that is at most maxHeadsPerGroup.
+func headsPerGroup(g int) int {
+	for k := min(g, maxHeadsPerGroup); k > 1; k-- {
+		if g%k == 0 {
+			return k
+		}
+	}
+	return 1
+}
+
+// headGroups is heads on paths with a multi-vector F32 kernel: an item is
+// qpi query heads of one KV head, whose products with each key and value
+// tile run in one quant.DotF32Rows call. Every head's sums, softmax and
+// scaling are heads' own, in heads' order (DotF32Rows keeps Dot's order
+// per vector), so a head's output is bit-identical to heads' — and, as in
+// heads, identical in a decode step and in a batched prefill column.
+// The value tile of the last block is multiplied over its live positions
+// rounded up to 8 (one SIMD chunk) instead of all kvBlock: the positions
+// cut had probability zero and finite values (kvCache.forget), and adding
+// a zero product leaves the kernel's nonzero-or-+0 accumulators as they
+// are, so the cut changes no bit.
+func (e *Engine) headGroups(c *kvCache, lp *layerPlan, q, att []float32, n, start int) {
+	b := &e.bf
+	H, Hkv, hd := int(e.h.NumHeads), lp.kvHeads, lp.hd
+	G := H / Hkv
+	qpi := headsPerGroup(G)
+	items := H / qpi
+	scale := float32(e.attnScale(hd))
+	b0, nb := start/kvBlock, (n+kvBlock-1)/kvBlock
+	span := nb * kvBlock
+	for len(b.headGroups) < items {
+		b.headGroups = append(b.headGroups, groupScratch{})
+	}
+	k := e.kernel
+	e.parallel(items, Hkv, func(it int) {
+		j0 := it * qpi // first query head; all qpi share KV head j0/G
+		kvh := j0 / G
+		gs := &b.headGroups[it]
+		if cap(gs.scores) < qpi*span {
+			gs.scores = make([]float32, qpi*span, 2*qpi*span)
+			gs.probs = make([]float32, qpi*span, 2*qpi*span)
+		}
+		sc, p := gs.scores[:qpi*span], gs.probs[:qpi*span]
+		for g := range qpi {
+			clear(sc[g*span+b0*kvBlock : g*span+n])
+		}
+		for blk := b0; blk < nb; blk++ {
+			lo := blk * kvBlock
+			rows := min(n, lo+kvBlock) - lo
+			k.DotF32Rows(c.k[blk][kvh*kvBlock*hd:], rows, hd, hd, q[j0*hd:], hd, qpi, sc[lo:], span)
+		}
+		var inv [maxHeadsPerGroup]float32
+		for g := range qpi {
+			sg, pg := sc[g*span:(g+1)*span], p[g*span:(g+1)*span]
+			mx := float32(math.Inf(-1))
+			for _, s := range sg[start:n] {
+				mx = max(mx, s*scale)
+			}
+			var sum float64
+			clear(pg[b0*kvBlock : start])
+			for t, s := range sg[start:n] {
+				// exp32 of x ≤ 0, its core inlined.
+				var v float32
+				if x := s*scale - mx; x >= -87 {
+					v = expCore(x)
+				}
+				pg[start+t] = v
+				sum += float64(v)
+			}
+			clear(pg[n:span])
+			inv[g] = float32(1 / sum)
+		}
+		oh := att[j0*hd : (j0+qpi)*hd]
+		clear(oh)
+		for blk := b0; blk < nb; blk++ {
+			lo := blk * kvBlock
+			cols := min(kvBlock, (n-lo+7)&^7)
+			k.DotF32Rows(c.v[blk][kvh*hd*kvBlock:], hd, cols, kvBlock, p[lo:], span, qpi, oh, hd)
+		}
+		for g := range qpi {
+			for i := range oh[g*hd : (g+1)*hd] {
+				oh[g*hd+i] *= inv[g]
+			}
+		}
+	})
+}
