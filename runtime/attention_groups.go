@@ -1,6 +1,6 @@
 package runtime
 
-import "math"
+import "github.com/cflow-dev/cflow/quant"
 
 // maxHeadsPerGroup is how many query heads of one KV head an attention
 // item serves at once: each row of that KV head's key and value tiles is
@@ -70,19 +70,11 @@ func (e *Engine) headGroups(c *kvCache, lp *layerPlan, q, att []float32, n, star
 		var inv [maxHeadsPerGroup]float32
 		for g := range qpi {
 			sg, pg := sc[g*span:(g+1)*span], p[g*span:(g+1)*span]
-			mx := float32(math.Inf(-1))
-			for _, s := range sg[start:n] {
-				mx = max(mx, s*scale)
-			}
-			var sum float64
 			clear(pg[b0*kvBlock : start])
-			for t, s := range sg[start:n] {
-				// exp32 of x ≤ 0, its core inlined.
-				var v float32
-				if x := s*scale - mx; x >= -87 {
-					v = expCore(x)
-				}
-				pg[start+t] = v
+			// heads' max and exp32 loop, vectorised, bit for bit.
+			quant.ExpScores(sg[start:n], scale, pg[start:n])
+			var sum float64
+			for _, v := range pg[start:n] {
 				sum += float64(v)
 			}
 			clear(pg[n:span])

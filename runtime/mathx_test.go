@@ -3,6 +3,8 @@ package runtime
 import (
 	"math"
 	"testing"
+
+	"github.com/cflow-dev/cflow/quant"
 )
 
 // TestExp32: exp32 is within 2 ulp (3e-7 relative) of float64 math.Exp
@@ -25,5 +27,30 @@ func TestExp32(t *testing.T) {
 	}
 	if exp32(0) != 1 {
 		t.Errorf("exp32(0) = %v", exp32(0))
+	}
+}
+
+// TestExpScoresIsExpCore: attention on the multi-vector path takes its
+// softmax numerators from quant.ExpScores, the scalar path from expCore;
+// a head's output must not depend on which one ran, so the two agree to
+// the bit over the whole range a shifted score takes (x ≤ 0 down to the
+// −87 cut, and past it to 0).
+func TestExpScoresIsExpCore(t *testing.T) {
+	const n = 1 << 20
+	s := make([]float32, n)
+	for i := range s {
+		s[i] = float32(-90 * float64(i) / n)
+	}
+	s[0] = 0 // the max: every x is s[i]
+	p := make([]float32, n)
+	quant.ExpScores(s, 1, p)
+	for i, x := range s {
+		var want float32
+		if x >= -87 {
+			want = expCore(x)
+		}
+		if math.Float32bits(p[i]) != math.Float32bits(want) {
+			t.Fatalf("x = %v: ExpScores %v, expCore %v", x, p[i], want)
+		}
 	}
 }
