@@ -31,8 +31,8 @@ func main() {
 	passes := flag.Int("passes", 6, "passes per measurement")
 	rounds := flag.Int("rounds", 3, "rounds over every shape (median reported)")
 	useCPU := flag.Bool("cpu", false, "CPU time of the process instead of wall time")
-	only := flag.String("only", "", "measure only the shape whose name starts with this (e.g. \"4 decode\")")
-	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured passes to this file")
+	only := flag.String("only", "", "measure only the shapes whose names start with this (e.g. \"4 decode tokens\")")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured passes to this file (with each run's reset: a 4-token prefill of the shape's decoding sequences; -passes dilutes it)")
 	flag.Parse()
 	if *path == "" || *threads < 1 || *passes < 1 || *rounds < 1 {
 		log.Fatal("need -model; -threads, -passes and -rounds ≥ 1")
@@ -47,7 +47,7 @@ func main() {
 		log.Fatal(err)
 	}
 	defer e.Close()
-	shapes, reset := tickShapes(e)
+	shapes := tickShapes(e)
 	clock := func() float64 {
 		if !*useCPU {
 			return float64(time.Now().UnixNano()) / 1e9
@@ -78,7 +78,7 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	ms, err := measure(e, shapes, reset, *rounds, *passes, clock)
+	ms, err := measure(e, shapes, *rounds, *passes, clock)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -101,19 +101,21 @@ func prefix(V int) []int { return []int{1, 100 % V, 200 % V, 300 % V} }
 // promptLen is the prompt shapes' prompt: a serving request's 32 tokens.
 const promptLen = 32
 
-// shape is one tick shape: feeds returns the next pass's feeds.
+// shape is one tick shape: feeds returns the next pass's feeds; reset puts
+// the sequences it decodes back to prefix and runs before each run of its
+// passes (each pass moves them on one position; a prompt always starts a
+// fresh sequence). Only the shape's own sequences are reset, so a profile
+// of one shape (-only, -cpuprofile) holds as little prefill as it can.
 type shape struct {
 	name  string
 	feeds func() []runtime.Feed
+	reset func() error
 }
 
-// tickShapes returns the shapes a serving tick takes on e — B decode tokens
+// tickShapes returns the shapes a serving tick takes on e: B decode tokens
 // of B sequences (each continuing its own history by one token per pass),
-// a prompt alone, decode tokens and a prompt in one pass — and reset, which
-// puts every decoding sequence back to prefix and must run before a run of
-// passes of one shape (each pass moves the decoding sequences on one
-// position; the prompt always starts a fresh sequence).
-func tickShapes(e *runtime.Engine) ([]shape, func() error) {
+// a prompt alone, decode tokens and a prompt in one pass.
+func tickShapes(e *runtime.Engine) []shape {
 	V := int(e.Header().VocabSize)
 	seqs := make([]*runtime.Sequence, 9)
 	for i := range seqs {
@@ -123,14 +125,8 @@ func tickShapes(e *runtime.Engine) ([]shape, func() error) {
 	for i := range prompt {
 		prompt[i] = (10 + 7*i) % V
 	}
-	reset := func() error {
-		for _, q := range seqs {
-			q.Reset()
-			if _, err := e.PrefillSequence(q, prefix(V), nil); err != nil {
-				return err
-			}
-		}
-		return nil
+	reset := func(b int) func() error {
+		return func() error { return resetSeqs(e, seqs[:b], prefix(V)) }
 	}
 	decode := func(b int) []runtime.Feed {
 		var fs []runtime.Feed
@@ -144,22 +140,33 @@ func tickShapes(e *runtime.Engine) ([]shape, func() error) {
 		return append(fs, runtime.Feed{Seq: seqs[8], Toks: prompt, Logits: true})
 	}
 	return []shape{
-		{"1 decode token", func() []runtime.Feed { return decode(1) }},
-		{"2 decode tokens", func() []runtime.Feed { return decode(2) }},
-		{"4 decode tokens", func() []runtime.Feed { return decode(4) }},
-		{"8 decode tokens", func() []runtime.Feed { return decode(8) }},
-		{fmt.Sprintf("%d prompt tokens", promptLen), func() []runtime.Feed { return withPrompt(nil) }},
-		{fmt.Sprintf("4 decode + %d prompt", promptLen), func() []runtime.Feed { return withPrompt(decode(4)) }},
-	}, reset
+		{"1 decode token", func() []runtime.Feed { return decode(1) }, reset(1)},
+		{"2 decode tokens", func() []runtime.Feed { return decode(2) }, reset(2)},
+		{"4 decode tokens", func() []runtime.Feed { return decode(4) }, reset(4)},
+		{"8 decode tokens", func() []runtime.Feed { return decode(8) }, reset(8)},
+		{fmt.Sprintf("%d prompt tokens", promptLen), func() []runtime.Feed { return withPrompt(nil) }, reset(0)},
+		{fmt.Sprintf("4 decode + %d prompt", promptLen), func() []runtime.Feed { return withPrompt(decode(4)) }, reset(4)},
+	}
+}
+
+// resetSeqs empties qs and feeds each the tokens pre.
+func resetSeqs(e *runtime.Engine, qs []*runtime.Sequence, pre []int) error {
+	for _, q := range qs {
+		q.Reset()
+		if _, err := e.PrefillSequence(q, pre, nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // measure times passes passes of every shape per round (clock in seconds)
 // and returns each shape's milliseconds per pass, one entry per round.
-func measure(e *runtime.Engine, shapes []shape, reset func() error, rounds, passes int, clock func() float64) ([][]float64, error) {
+func measure(e *runtime.Engine, shapes []shape, rounds, passes int, clock func() float64) ([][]float64, error) {
 	ms := make([][]float64, len(shapes))
 	for range rounds {
 		for k, sh := range shapes {
-			if err := reset(); err != nil {
+			if err := sh.reset(); err != nil {
 				return nil, err
 			}
 			t0 := clock()

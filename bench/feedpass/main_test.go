@@ -35,12 +35,12 @@ func TestShapesFeedWhatTheySay(t *testing.T) {
 		"1 decode token": {1, 0}, "2 decode tokens": {2, 0}, "4 decode tokens": {4, 0}, "8 decode tokens": {8, 0},
 		fmt.Sprintf("%d prompt tokens", promptLen): {0, 1}, fmt.Sprintf("4 decode + %d prompt", promptLen): {4, 1},
 	}
-	shapes, reset := tickShapes(e)
+	shapes := tickShapes(e)
 	if len(shapes) != len(want) {
 		t.Fatalf("%d shapes, want %d", len(shapes), len(want))
 	}
 	for _, sh := range shapes {
-		if err := reset(); err != nil {
+		if err := sh.reset(); err != nil {
 			t.Fatal(err)
 		}
 		hist := map[*runtime.Sequence][]int{}
@@ -99,10 +99,14 @@ func TestMeasure(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	shapes, reset := tickShapes(e)
+	shapes := tickShapes(e)[:2]
 	resets := 0
+	for k := range shapes {
+		reset := shapes[k].reset
+		shapes[k].reset = func() error { resets++; return reset() }
+	}
 	now := 0.0
-	ms, err := measure(e, shapes[:2], func() error { resets++; return reset() }, 3, 4, func() float64 { now += 0.5; return now })
+	ms, err := measure(e, shapes, 3, 4, func() float64 { now += 0.5; return now })
 	if err != nil {
 		t.Fatal(err)
 	}
