@@ -165,7 +165,8 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, c *common, pro
 	}
 	batch := ""
 	if n := j.ticks.Load(); n > 0 {
-		batch = fmt.Sprintf(", %d ticks × %.1f sequences", n, float64(j.shared.Load())/float64(n))
+		batch = fmt.Sprintf(", %d ticks × %.1f sequences, %.1f ms per tick", n, float64(j.shared.Load())/float64(n),
+			float64(j.tickNS.Load())/1e6/float64(n))
 	}
 	fmt.Fprintf(s.cfg.Log, "%s %s: %d prompt + %d completion tokens, %s, %.2fs%s%s\n", r.Method, r.URL.Path, len(prompt),
 		rp.completion, rp.finish, time.Since(t0).Seconds(), batch, errNote(werr))

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cflow-dev/cflow/generate"
 	"github.com/cflow-dev/cflow/runtime"
@@ -28,9 +29,10 @@ type job struct {
 	ctx context.Context
 	seq *generate.Sequence
 	out outbox
-	// ticks fed this job, and the sequences those ticks fed in all (the
-	// request log's "sequences per tick": how much batching it got).
-	ticks, shared atomic.Int64
+	// ticks fed this job, the sequences those ticks fed in all and their
+	// engine time in nanoseconds (the request log's "sequences per tick"
+	// and "ms per tick": how much batching it got, and what a tick cost).
+	ticks, shared, tickNS atomic.Int64
 }
 
 // outbox hands tokens from the scheduler to the request's handler without
@@ -212,11 +214,14 @@ func (s *scheduler) tick() {
 	if len(s.feeds) == 0 {
 		return
 	}
+	t0 := time.Now()
 	logits, errs := s.be.feed(s.feeds)
+	d := time.Since(t0).Nanoseconds()
 	for k, f := range s.feeds {
 		sl := s.slots[f.slot]
 		sl.j.ticks.Add(1)
 		sl.j.shared.Add(int64(len(s.feeds)))
+		sl.j.tickNS.Add(d)
 		seq := sl.j.seq
 		switch err := errs[k]; {
 		case errors.Is(err, runtime.ErrContextFull) && sl.fed == len(seq.Prompt()):
