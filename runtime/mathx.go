@@ -31,8 +31,6 @@ func norm2(x []float32) float64 {
 	return math.Sqrt(ss)
 }
 
-func silu(x float32) float32 { return x / (1 + exp32(-x)) }
-
 // geluTanh is PyTorch's gelu(approximate="tanh").
 func geluTanh(x float32) float32 {
 	v := float64(x)

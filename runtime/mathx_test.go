@@ -54,3 +54,41 @@ func TestExpScoresIsExpCore(t *testing.T) {
 		}
 	}
 }
+
+// TestSiLUMulIsScalar: glu takes silu from quant.SiLUMul; it must equal
+// the Go loop built on this package's exp32 to the bit, edges included.
+func TestSiLUMulIsScalar(t *testing.T) {
+	var g, u []float32
+	for i := 0; i <= 400_000; i++ {
+		g = append(g, float32(-100+200*float64(i)/400_000))
+		u = append(u, float32(1+i%7))
+	}
+	g = append(g, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), -87, 87, -88, 88, 0)
+	u = append(u, 1, 1, 1, 1, 1, 1, 1, 1)
+	want := append([]float32(nil), g...)
+	siluMulScalar(want, u)
+	in := append([]float32(nil), g...)
+	quant.SiLUMul(g, u)
+	for i := range g {
+		if math.Float32bits(g[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("silu(%v)·%v: SiLUMul %v, scalar %v", in[i], u[i], g[i], want[i])
+		}
+	}
+}
+
+// siluMulScalar is glu's SiLU in plain Go, as it ran before
+// quant.SiLUMul: the truth TestSiLUMulIsScalar holds SiLUMul to.
+func siluMulScalar(g, u []float32) {
+	for i, x := range g {
+		// silu with exp32's core inlined where exp32 is that core.
+		var s float32
+		if x > -87 && x < 87 {
+			s = x / (1 + expCore(-x))
+		} else {
+			s = silu(x)
+		}
+		g[i] = s * u[i]
+	}
+}
+
+func silu(x float32) float32 { return x / (1 + exp32(-x)) }

@@ -116,7 +116,11 @@ func (p *matPlan) covers() bool {
 func (e *Engine) matvec(p *matPlan, a *actVec, outs ...[]float32) {
 	if ln := e.ln; ln != nil {
 		// A batch column: the driver runs p for every column at once
-		// (matvec_batch.go).
+		// (matvec_batch.go). The column clears its outputs itself, in
+		// its own work across the pool, not serially on the driver.
+		for _, o := range outs {
+			clear(o)
+		}
 		ln.req = request{p: p, a: a, outs: outs}
 		ln.wait()
 		return

@@ -3,7 +3,7 @@ package runtime
 import "github.com/cflow-dev/cflow/quant"
 
 // matvecLanes runs plan p for every column in ls (each waiting on p with
-// its own prepared activation and outputs) in one walk over p's stripes:
+// its own prepared activation and outputs, cleared by the column) in one walk over p's stripes:
 // each tile is read once and applied to every column by quant.DotBatch
 // (a multi-column kernel where the path has one, else the single-column
 // kernel per column while the tile is in cache). Per column the tiles are
@@ -18,11 +18,6 @@ func (e *Engine) matvecLanes(p *matPlan, ls []*lane) {
 			e.numaMatvec(p, ln.req.a, ln.req.outs)
 		}
 		return
-	}
-	for _, ln := range ls {
-		for _, o := range ln.req.outs {
-			clear(o)
-		}
 	}
 	hook := e.readHook
 	B := len(ls)

@@ -2,6 +2,9 @@
 
 #include "textflag.h"
 
+// The AVX2 loops of ExpScores and SiLUMul: runtime.expCore's operations
+// one for one on 8 lanes.
+
 // Eight copies of each constant of runtime.expCore (Cephes expf), as f32
 // bits, so the loop below takes them as 32-byte memory operands.
 DATA explog2e<>+0(SB)/4, $0x3fb8aa3b
@@ -121,6 +124,24 @@ DATA expbias<>+20(SB)/4, $0x0000007f
 DATA expbias<>+24(SB)/4, $0x0000007f
 DATA expbias<>+28(SB)/4, $0x0000007f
 GLOBL expbias<>(SB), RODATA|NOPTR, $32
+DATA expsign<>+0(SB)/4, $0x80000000
+DATA expsign<>+4(SB)/4, $0x80000000
+DATA expsign<>+8(SB)/4, $0x80000000
+DATA expsign<>+12(SB)/4, $0x80000000
+DATA expsign<>+16(SB)/4, $0x80000000
+DATA expsign<>+20(SB)/4, $0x80000000
+DATA expsign<>+24(SB)/4, $0x80000000
+DATA expsign<>+28(SB)/4, $0x80000000
+GLOBL expsign<>(SB), RODATA|NOPTR, $32
+DATA exphi<>+0(SB)/4, $0x42ae0000
+DATA exphi<>+4(SB)/4, $0x42ae0000
+DATA exphi<>+8(SB)/4, $0x42ae0000
+DATA exphi<>+12(SB)/4, $0x42ae0000
+DATA exphi<>+16(SB)/4, $0x42ae0000
+DATA exphi<>+20(SB)/4, $0x42ae0000
+DATA exphi<>+24(SB)/4, $0x42ae0000
+DATA exphi<>+28(SB)/4, $0x42ae0000
+GLOBL exphi<>(SB), RODATA|NOPTR, $32
 
 // func maxScaled256(s *float32, n int, scale float32) float32
 //
@@ -212,5 +233,76 @@ exploop:
 	JNZ       exploop
 
 expdone:
+	VZEROUPPER
+	RET
+
+// func siluMul256(gate, up *float32, n int) int
+//
+// g[i] = g[i]/(1 + expCore(−g[i]))·u[i] for the leading chunks of 8 (n a
+// multiple of 8) whose every g lies in (−87, 87); it stops before the
+// first chunk with a g outside and returns how many it did (the caller
+// runs that chunk's edges in Go). expCore and the divide are the scalar
+// code's roundings one for one (division is correctly rounded in both).
+TEXT ·siluMul256(SB), NOSPLIT, $0-32
+	MOVQ    gate+0(FP), DI
+	MOVQ    up+8(FP), SI
+	MOVQ    n+16(FP), CX
+	XORQ    AX, AX
+	VMOVUPS explow<>(SB), Y13
+	VMOVUPS exphi<>(SB), Y14
+	VMOVUPS explog2e<>(SB), Y12
+	VMOVUPS expround<>(SB), Y11
+	VMOVUPS expln2hi<>(SB), Y10
+	VMOVUPS expln2lo<>(SB), Y9
+	VMOVUPS expone<>(SB), Y8
+	VMOVDQU expbias<>(SB), Y7
+	VMOVUPS expsign<>(SB), Y15
+	CMPQ    AX, CX
+	JGE     silu_done
+
+siluloop:
+	VMOVUPS   (DI)(AX*4), Y6       // x
+	VCMPPS    $0x1e, Y13, Y6, Y1   // x > −87 (ordered)
+	VCMPPS    $0x11, Y14, Y6, Y2   // x < 87 (ordered)
+	VANDPS    Y2, Y1, Y1
+	VMOVMSKPS Y1, BX
+	CMPQ      BX, $0xff
+	JNE       silu_done
+	VXORPS    Y15, Y6, Y0          // −x
+	VMULPS    Y12, Y0, Y2
+	VADDPS    Y11, Y2, Y2
+	VSUBPS    Y11, Y2, Y2          // n = (−x·log2e + round) − round
+	VMULPS    Y10, Y2, Y3
+	VSUBPS    Y3, Y0, Y3
+	VMULPS    Y9, Y2, Y4
+	VSUBPS    Y4, Y3, Y3           // r
+	VMULPS    expc0<>(SB), Y3, Y4
+	VADDPS    expc1<>(SB), Y4, Y4
+	VMULPS    Y3, Y4, Y4
+	VADDPS    expc2<>(SB), Y4, Y4
+	VMULPS    Y3, Y4, Y4
+	VADDPS    expc3<>(SB), Y4, Y4
+	VMULPS    Y3, Y4, Y4
+	VADDPS    expc4<>(SB), Y4, Y4
+	VMULPS    Y3, Y4, Y4
+	VADDPS    expc5<>(SB), Y4, Y4
+	VMULPS    Y3, Y4, Y4
+	VMULPS    Y3, Y4, Y4
+	VADDPS    Y3, Y4, Y4
+	VADDPS    Y8, Y4, Y4
+	VCVTTPS2DQ Y2, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSLLD    $23, Y5, Y5
+	VMULPS    Y5, Y4, Y4           // e^−x
+	VADDPS    Y8, Y4, Y4           // 1 + e^−x
+	VDIVPS    Y4, Y6, Y6           // x / (1 + e^−x)
+	VMULPS    (SI)(AX*4), Y6, Y6
+	VMOVUPS   Y6, (DI)(AX*4)
+	ADDQ      $8, AX
+	CMPQ      AX, CX
+	JLT       siluloop
+
+silu_done:
+	MOVQ AX, ret+24(FP)
 	VZEROUPPER
 	RET
