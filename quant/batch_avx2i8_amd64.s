@@ -10,9 +10,10 @@
 // copied into the frame, so the inner loop addresses all four columns off
 // SP and one offset register instead of twelve pointers.
 
-// Frame (q4avx2i8x4): the row's own scales at 160 (lanes ≥ groups stay
-// 0; bytes 0–159 are unused); column c's xl, xh, c4 and dx at
-// 192 + c·416 (+0, +128, +256, +384); its dx in even/odd group order (see
+// Frame (q4avx2i8x4): the full-row loop's four column tables at the
+// first 32-byte aligned address from 0 (R13; within bytes 0–159), the
+// short rows' own scales at 160 (lanes ≥ groups stay 0); column c's xl,
+// xh, c4 and dx at 192 + c·416 (+0, +128, +256, +384); its dx in even/odd group order (see
 // kernels_avx2i8_amd64.s, f16perm) at 1856 + c·32, and its per-group bias
 // sums (c4's four lanes added, as floats, same order) at 1984 + c·32; the
 // row sums, four floats (columns 0..3) per row, at 2112 (up to 128 rows).
@@ -210,10 +211,96 @@ l1: \
 	Q4COLT(2, p, Y10, Y2);     \
 	Q4COLT(3, p, Y11, Y3)
 
+// Q4ROWTAB puts the full row's four column tables (its scales, in
+// even/odd group order by f16perm4 before the conversion, times each
+// column's activation scales) at 0..127(R13). Clobbers Y12, Y13.
+#define Q4ROWTAB \
+	PREFETCHT0 (X4PFD)(DI);             \
+	PREFETCHT0 (X4PFD+64)(DI);          \
+	PREFETCHT0 (X4PFD/8)(SI);           \
+	VMOVDQU   (SI), X12;                \
+	VPSHUFB   f16perm4<>(SB), X12, X12; \
+	VCVTPH2PS X12, Y12;                 \
+	VMULPS    Q4TDX(0)(SP), Y12, Y13;   \
+	VMOVUPS   Y13, (R13);               \
+	VMULPS    Q4TDX(1)(SP), Y12, Y13;   \
+	VMOVUPS   Y13, 32(R13);             \
+	VMULPS    Q4TDX(2)(SP), Y12, Y13;   \
+	VMOVUPS   Y13, 64(R13);             \
+	VMULPS    Q4TDX(3)(SP), Y12, Y13;   \
+	VMOVUPS   Y13, 96(R13)
+
+// Q4COLM is Q4COLT with column c's table at c·32(R13).
+#define Q4COLM(c, p, acc) \
+	VPMADDUBSW  (Q4XL(c)+32*(p))(SP), Y4, Y8; \
+	VPMADDUBSW  (Q4XH(c)+32*(p))(SP), Y5, Y9; \
+	VPADDW      Y9, Y8, Y8;                   \
+	VPMADDWD    Y14, Y8, Y8;                  \
+	VCVTDQ2PS   Y8, Y8;                       \
+	VPERMILPS   $(0x55*(p)), (32*(c))(R13), Y9; \
+	VFMADD231PS Y9, Y8, acc
+
+// Q4PAIRM runs group pair p of a full row against the four columns into
+// accumulators a0..a3.
+#define Q4PAIRM(p, a0, a1, a2, a3) \
+	VMOVDQU (32*(p))(DI), Y4; \
+	VPSRLW  $4, Y4, Y5;       \
+	VPAND   Y15, Y4, Y4;      \
+	VPAND   Y15, Y5, Y5;      \
+	Q4COLM(0, p, a0);         \
+	Q4COLM(1, p, a1);         \
+	Q4COLM(2, p, a2);         \
+	Q4COLM(3, p, a3)
+
+// Q4BIASM adds each column's bias (table · bias sums) into a0..a3.
+#define Q4BIASM(a0, a1, a2, a3) \
+	VMOVUPS     (R13), Y9;              \
+	VFMADD231PS Q4CF(0)(SP), Y9, a0;    \
+	VMOVUPS     32(R13), Y9;            \
+	VFMADD231PS Q4CF(1)(SP), Y9, a1;    \
+	VMOVUPS     64(R13), Y9;            \
+	VFMADD231PS Q4CF(2)(SP), Y9, a2;    \
+	VMOVUPS     96(R13), Y9;            \
+	VFMADD231PS Q4CF(3)(SP), Y9, a3
+
+// SUMLV1..3 are SUM4 in place, in three parts, for the previous row (its
+// sums to the row slot before R9): VSHUFPS $0x88 / $0xdd then an add is
+// VHADDPS lane for lane (the same pairs added; an add's operand order
+// does not change its result), and the levels pair lanes as SUM4 does.
+// Clobber Y12, Y13 and the accumulators.
+#define SUMLV1(a0, a1, a2, a3) \
+	VSHUFPS $0x88, a1, a0, Y12; \
+	VSHUFPS $0xdd, a1, a0, a0;  \
+	VADDPS  a0, Y12, a0;        \
+	VSHUFPS $0x88, a3, a2, Y13; \
+	VSHUFPS $0xdd, a3, a2, a2;  \
+	VADDPS  a2, Y13, a2
+
+#define SUMLV2(a0, a2) \
+	VSHUFPS $0x88, a2, a0, Y12; \
+	VSHUFPS $0xdd, a2, a0, a0;  \
+	VADDPS  a0, Y12, a0
+
+#define SUMLV3(a0, x0) \
+	VEXTRACTF128 $1, a0, X12; \
+	VADDPS       X12, x0, x0; \
+	VMOVUPS      x0, (Q4ROWS-16)(SP)(R9*4)
+
+// X4PFD is how far ahead of the row both four-column kernels prefetch
+// their data stream into L1 (the scale stream X4PFD/8 ahead for Q4,
+// X4PFD/16 for Q8: the same distance in tiles), as the single-column
+// kernels do (PFD): without it a tile streaming from DRAM ran at about
+// 60% of its L1-resident speed (see docs/PERFORMANCE.md, "Zen 3:
+// q4avx2i8x4 and q8avx2i8x4"). Past a tile's end it reaches the next
+// tile of the stripe, which follows in the file.
+#define X4PFD 4096
+
 // func q4avx2i8x4(sc, data *byte, rows, groups int, cols *[4]vnniCol)
 //
-// A row at a time: each column's table (the row's scales times the
-// column's activation scales, even/odd group order) in Y6, Y7, Y10, Y11;
+// A row at a time (full rows: the pipelined loop after the entry code,
+// q4x4fb; other rows: q4x4row): each column's table (the row's scales
+// times the column's activation scales, even/odd group order) in Y6, Y7,
+// Y10, Y11;
 // the group pairs unrolled (the in-lane VPERMILPS takes its pair as an
 // immediate), a short row leaving after its last pair. The Q4 bias enters
 // per row and column as table · (Σ of each group's c4 lanes), one FMA
@@ -256,7 +343,88 @@ TEXT ·q4avx2i8x4(SB), $4160-40
 	VPERMPS      Q4DX(3)(SP), Y13, Y12
 	VMOVUPS      Y12, Q4TDX(3)(SP)
 
+	CMPQ      R8, $8
+	JNE       q4x4row
+
+	// Full rows (8 groups, every row of a full tile), software-pipelined:
+	// rows alternate between two accumulator sets (Y0–Y3, Y6/Y7/Y10/Y11),
+	// and a row's reduction (SUMLV1–3) runs spread over the next row's
+	// pairs instead of at its own end, where its chain of dependent
+	// shuffles and adds left the units idle. The columns' tables go to an
+	// aligned frame slot (R13) and are spread by VPERMILPS from memory,
+	// which frees the registers of the second set.
+	LEAQ      31(SP), R13
+	ANDQ      $~31, R13
+	Q4ROWTAB
+	VXORPS    Y0, Y0, Y0
+	VXORPS    Y1, Y1, Y1
+	VXORPS    Y2, Y2, Y2
+	VXORPS    Y3, Y3, Y3
+	Q4PAIRM(0, Y0, Y1, Y2, Y3)
+	Q4PAIRM(1, Y0, Y1, Y2, Y3)
+	Q4PAIRM(2, Y0, Y1, Y2, Y3)
+	Q4PAIRM(3, Y0, Y1, Y2, Y3)
+	Q4BIASM(Y0, Y1, Y2, Y3)
+	ADDQ      $128, DI
+	ADDQ      $16, SI
+	ADDQ      $4, R9
+	DECQ      CX
+	JZ        q4x4fa
+
+q4x4fb:
+	Q4ROWTAB
+	VXORPS    Y6, Y6, Y6
+	VXORPS    Y7, Y7, Y7
+	VXORPS    Y10, Y10, Y10
+	VXORPS    Y11, Y11, Y11
+	Q4PAIRM(0, Y6, Y7, Y10, Y11)
+	Q4PAIRM(1, Y6, Y7, Y10, Y11)
+	SUMLV1(Y0, Y1, Y2, Y3)
+	Q4PAIRM(2, Y6, Y7, Y10, Y11)
+	SUMLV2(Y0, Y2)
+	Q4PAIRM(3, Y6, Y7, Y10, Y11)
+	SUMLV3(Y0, X0)
+	Q4BIASM(Y6, Y7, Y10, Y11)
+	ADDQ      $128, DI
+	ADDQ      $16, SI
+	ADDQ      $4, R9
+	DECQ      CX
+	JZ        q4x4fbz
+	Q4ROWTAB
+	VXORPS    Y0, Y0, Y0
+	VXORPS    Y1, Y1, Y1
+	VXORPS    Y2, Y2, Y2
+	VXORPS    Y3, Y3, Y3
+	Q4PAIRM(0, Y0, Y1, Y2, Y3)
+	Q4PAIRM(1, Y0, Y1, Y2, Y3)
+	SUMLV1(Y6, Y7, Y10, Y11)
+	Q4PAIRM(2, Y0, Y1, Y2, Y3)
+	SUMLV2(Y6, Y10)
+	Q4PAIRM(3, Y0, Y1, Y2, Y3)
+	SUMLV3(Y6, X6)
+	Q4BIASM(Y0, Y1, Y2, Y3)
+	ADDQ      $128, DI
+	ADDQ      $16, SI
+	ADDQ      $4, R9
+	DECQ      CX
+	JNZ       q4x4fb
+
+q4x4fa:
+	SUMLV1(Y0, Y1, Y2, Y3)
+	SUMLV2(Y0, Y2)
+	SUMLV3(Y0, X0)
+	JMP       q4x4flush
+
+q4x4fbz:
+	SUMLV1(Y6, Y7, Y10, Y11)
+	SUMLV2(Y6, Y10)
+	SUMLV3(Y6, X6)
+	JMP       q4x4flush
+
 q4x4row:
+	PREFETCHT0 (X4PFD)(DI)
+	PREFETCHT0 (X4PFD+64)(DI)
+	PREFETCHT0 (X4PFD/8)(SI)
 	ROWDW(q4x4dwp, q4x4dwe, q4x4dwd)
 	VPERMPS   Y6, Y13, Y12
 	VMULPS    Q4TDX(0)(SP), Y12, Y6
@@ -315,6 +483,7 @@ q4x4bias:
 	DECQ      CX
 	JNZ       q4x4row
 
+q4x4flush:
 	FLUSHROWS(Q4ROWS, q4x4flush4, q4x4flush1, q4x4done)
 
 q4x4done:
@@ -331,6 +500,11 @@ DATA f32perm4<>+20(SB)/4, $3
 DATA f32perm4<>+24(SB)/4, $5
 DATA f32perm4<>+28(SB)/4, $7
 GLOBL f32perm4<>(SB), RODATA|NOPTR, $32
+
+// f16perm4 is kernels_avx2i8_amd64.s's f16perm.
+DATA f16perm4<>+0(SB)/8, $0x0d0c090805040100
+DATA f16perm4<>+8(SB)/8, $0x0f0e0b0a07060302
+GLOBL f16perm4<>(SB), RODATA|NOPTR, $16
 
 // Frame (q8avx2i8x4): column c's row scales at c·32, the row's own at
 // 160, its x8 block and dx at 192 + c·288 (+0, +256), the row sums as in
@@ -380,6 +554,11 @@ TEXT ·q8avx2i8x4(SB), $3392-40
 	XORQ         R9, R9
 
 q8x4row:
+	PREFETCHT0 (X4PFD)(DI)
+	PREFETCHT0 (X4PFD+64)(DI)
+	PREFETCHT0 (X4PFD+128)(DI)
+	PREFETCHT0 (X4PFD+192)(DI)
+	PREFETCHT0 (X4PFD/16)(SI)
 	ROWDW(q8x4dwp, q8x4dwe, q8x4dwd)
 	VMULPS  Q8DX(0)(SP), Y6, Y7
 	VMOVUPS Y7, 0(SP)

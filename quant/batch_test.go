@@ -169,8 +169,18 @@ func TestDotBatchFullTilesSumAsDot(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(23, 24))
 	for _, typ := range []Type{Q4_0, Q8_0} {
-		for i := range 40 {
-			tile := Encode(typ, randWeights(rng, MaxTileRows, MaxTileCols), MaxTileRows, MaxTileCols, MaxTileCols)
+		for i := range 48 {
+			// Full-width rows of every count 1..8 first (the four-column
+			// kernel's full-row loop alternates two rows and finishes a
+			// row's sums during the next one), then random counts and
+			// whole tiles.
+			rows := MaxTileRows
+			if i < 8 {
+				rows = 1 + i
+			} else if i%2 == 0 {
+				rows = 1 + rng.IntN(MaxTileRows)
+			}
+			tile := Encode(typ, randWeights(rng, rows, MaxTileCols), rows, MaxTileCols, MaxTileCols)
 			col := GroupSize * 8 * rng.IntN(3)
 			B := 4 * (1 + rng.IntN(3))
 			xs := make([]*Vec, B)

@@ -254,3 +254,106 @@ func BenchmarkDotBatch(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDotBatchTile times one L1-resident 128×256 tile (the file's
+// tile size) against B columns, Dot for B=1 and DotBatch otherwise: the
+// multi-column kernels' arithmetic rate with no memory traffic, the figure
+// their tuning is judged by (docs/PERFORMANCE.md, "Zen 3: q4avx2i8x4").
+// Timing 20 calls at a time, best-ns/call is the fastest of those laps: on
+// a shared machine the best lap is the one no other process interrupted.
+func BenchmarkDotBatchTile(b *testing.B) {
+	const rows, cols, calls = MaxTileRows, MaxTileCols, 20
+	for _, typ := range []Type{Q4_0, Q8_0} {
+		m := newMatrix(randomArena(matrixBytes(typ, rows, cols)), typ, rows, cols)
+		t := &m.tiles[0]
+		for _, name := range allPaths {
+			k, err := KernelByName(name)
+			if err != nil || name == "scalar" {
+				continue
+			}
+			for _, B := range []int{1, 4, 8} {
+				b.Run(fmt.Sprintf("type=%s/kernel=%s/B=%d", typ, name, B), func(b *testing.B) {
+					rng := rand.New(rand.NewPCG(1, uint64(B)))
+					xs, ys := make([]*Vec, B), make([][]float32, B)
+					for j := range xs {
+						xs[j] = k.NewVec(cols)
+						xs[j].Set(randActivation(rng, 0, cols)[:cols])
+						ys[j] = make([]float32, rows)
+					}
+					best := time.Duration(1 << 62)
+					b.ResetTimer()
+					for range b.N {
+						t0 := time.Now()
+						for range calls {
+							if B == 1 {
+								Dot(t, xs[0], 0, ys[0])
+							} else {
+								DotBatch(t, xs, 0, ys)
+							}
+						}
+						best = min(best, time.Since(t0))
+					}
+					b.ReportMetric(float64(best.Nanoseconds())/calls, "best-ns/call")
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkDotBatchDRAM is BenchmarkDotBatch over a matrix far larger than
+// the last level cache (CFLOW_BENCH_DRAM_MIB, default 512 MiB of tiles):
+// the multi-column kernels while weights stream from memory, as in a
+// batched decode or prefill pass. weight-GB/s is weight bytes per second
+// of the median stripe (each byte serves all B columns).
+func BenchmarkDotBatchDRAM(b *testing.B) {
+	mib := 512
+	if s := os.Getenv("CFLOW_BENCH_DRAM_MIB"); s != "" {
+		if n, err := strconv.Atoi(s); err == nil && n > 0 {
+			mib = n
+		}
+	}
+	const cols = 4096
+	arena := randomArena(mib << 20)
+	for _, typ := range []Type{Q4_0, Q8_0} {
+		rowBytes := matrixBytes(typ, MaxTileRows, cols) / MaxTileRows
+		rows := (mib << 20) / rowBytes / MaxTileRows * MaxTileRows
+		m := newMatrix(arena, typ, rows, cols)
+		for _, name := range allPaths {
+			k, err := KernelByName(name)
+			if err != nil || name == "scalar" {
+				continue
+			}
+			for _, B := range []int{1, 4} {
+				b.Run(fmt.Sprintf("type=%s/kernel=%s/B=%d", typ, name, B), func(b *testing.B) {
+					rng := rand.New(rand.NewPCG(1, uint64(B)))
+					xs, ys := make([]*Vec, B), make([][]float32, B)
+					for j := range xs {
+						xs[j] = k.NewVec(cols)
+						xs[j].Set(randActivation(rng, 0, cols)[:cols])
+						ys[j] = make([]float32, rows)
+					}
+					yv := make([][]float32, B)
+					ct := cols / MaxTileCols
+					laps := make([]time.Duration, 0, b.N*len(m.tiles)/ct)
+					b.ResetTimer()
+					for range b.N {
+						for s := 0; s*ct < len(m.tiles); s++ {
+							t0 := time.Now()
+							for j := range ys {
+								yv[j] = ys[j][s*MaxTileRows:]
+							}
+							for c := 0; c < ct; c++ {
+								DotBatch(&m.tiles[s*ct+c], xs, c*MaxTileCols, yv)
+							}
+							laps = append(laps, time.Since(t0))
+						}
+					}
+					b.StopTimer()
+					slices.Sort(laps)
+					stripeBytes := m.bytes / int64(len(m.tiles)/ct)
+					b.ReportMetric(float64(stripeBytes)/laps[len(laps)/2].Seconds()/1e9, "weight-GB/s")
+				})
+			}
+		}
+	}
+}
