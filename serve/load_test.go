@@ -97,3 +97,44 @@ func ask(ctx context.Context, url, body string) (string, error) {
 		}
 	}
 }
+
+// TestSampledTogetherEqualAlone: seeded temperature samples (top-k, a
+// repetition penalty, log-probabilities) decoded four at a time — the
+// sequences of a tick sample in parallel — are each exactly the reply the
+// same request gets alone.
+func TestSampledTogetherEqualAlone(t *testing.T) {
+	_, hs := startServer(t, Config{Parallel: 4}, nil)
+	prompts := []string{"Once upon a time", "The dog", "Lily and Tom", "The sun"}
+	body := func(i int) string {
+		return fmt.Sprintf(`{"messages":[{"role":"user","content":%q}],"temperature":1,"top_k":40,"repeat_penalty":1.1,"seed":%d,"max_tokens":24,"logprobs":true,"top_logprobs":2,"stream":%v}`,
+			prompts[i], 100+i, i%2 == 0)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	want := make([]string, len(prompts))
+	for i := range prompts {
+		got, err := ask(ctx, hs.URL+"/v1/chat/completions", body(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = got
+	}
+	for round := range 2 {
+		var wg sync.WaitGroup
+		got := make([]string, len(prompts))
+		errs := make([]error, len(prompts))
+		for i := range prompts {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got[i], errs[i] = ask(ctx, hs.URL+"/v1/chat/completions", body(i))
+			}()
+		}
+		wg.Wait()
+		for i := range prompts {
+			if errs[i] != nil || got[i] != want[i] {
+				t.Errorf("round %d, request %d together: %q (%v); alone %q", round, i, got[i], errs[i], want[i])
+			}
+		}
+	}
+}
