@@ -1,5 +1,5 @@
 // Command serveload measures an OpenAI-compatible server under concurrent
-// greedy clients — cflowc serve or llama-server, the same requests for
+// greedy (or -temperature) clients — cflowc serve or llama-server, the same requests for
 // both: for each concurrency level, that many clients start together and
 // each streams -requests text completions one after another (a token-id
 // prompt: BOS, then random ids seeded by the request's number: the same
@@ -76,6 +76,7 @@ func main() {
 	vocab := flag.Int("vocab", 32000, "vocabulary the random prompt ids are drawn from")
 	bos := flag.Int("bos", 1, "BOS id")
 	warmup := flag.Int("warmup", 1, "untimed requests before the first level")
+	temperature := flag.Float64("temperature", 0, "sampling temperature (0: greedy; > 0 samples, each request seeded by its number)")
 	asJSON := flag.Bool("json", false, "one JSON object per level")
 	flag.Parse()
 	var cs []int
@@ -86,21 +87,22 @@ func main() {
 		}
 		cs = append(cs, n)
 	}
-	if *requests < 1 || *maxTokens < 1 || *promptLen < 1 || *vocab < 3 {
-		log.Fatal("-requests, -max-tokens and -prompt-len must be ≥ 1, -vocab ≥ 3")
+	if *requests < 1 || *maxTokens < 1 || *promptLen < 1 || *vocab < 3 || !(*temperature >= 0 && *temperature <= 2) {
+		log.Fatal("-requests, -max-tokens and -prompt-len must be ≥ 1, -vocab ≥ 3, -temperature in [0, 2]")
 	}
 	// Every request gets its own prompt (seeded by its number), so no
 	// server can answer from a cached prompt (llama-server reuses a slot's
 	// KV cache for a repeated prefix).
 	var seq atomic.Uint64
 	body := func() []byte {
-		rng := rand.New(rand.NewPCG(1, seq.Add(1)))
+		n := seq.Add(1)
+		rng := rand.New(rand.NewPCG(1, n))
 		prompt := []int{*bos}
 		for len(prompt) < *promptLen {
 			prompt = append(prompt, 3+rng.IntN(*vocab-3))
 		}
-		b, _ := json.Marshal(map[string]any{"model": *model, "prompt": prompt, "max_tokens": *maxTokens,
-			"temperature": 0, "stream": true, "ignore_eos": true, "stream_options": map[string]bool{"include_usage": true}})
+		b, _ := json.Marshal(map[string]any{"model": *model, "prompt": prompt, "max_tokens": *maxTokens, "seed": n,
+			"temperature": *temperature, "stream": true, "ignore_eos": true, "stream_options": map[string]bool{"include_usage": true}})
 		return b
 	}
 	endpoint := strings.TrimSuffix(*url, "/") + "/completions"
