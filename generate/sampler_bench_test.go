@@ -23,3 +23,18 @@ func BenchmarkSampleTopP(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSampleDefault: one draw with the OpenAI API's defaults
+// (temperature 1, top-p 1: every logit's exp, no sort) over a 32k
+// vocabulary, what a sampled token costs a server's scheduler.
+func BenchmarkSampleDefault(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	z := make([]float32, 32000)
+	for i := range z {
+		z[i] = float32(r.NormFloat64() * 3)
+	}
+	s, _ := NewSampler(Params{Temperature: 1, TopP: 1, RepeatPenalty: 1})
+	for b.Loop() {
+		s.Sample(z, nil)
+	}
+}
