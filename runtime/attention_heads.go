@@ -26,16 +26,25 @@ type headScratch struct {
 // in float64), and the weighted sum of
 // values on their transposed tiles (head dim × positions). The tile
 // kernels are the SIMD ones every matvec uses; per head the sums run in a
-// fixed order whatever the thread count or batch. Heads with a head dim
+// fixed order whatever the thread count or batch. Paths with a
+// multi-vector F32 kernel run headGroups, which computes the same bits
+// several heads at a time; elsewhere headsEach runs. Heads with a head dim
 // wider than a tile take a Go loop for the scores (and big-endian
 // machines for both products).
 func (e *Engine) heads(c *kvCache, lp *layerPlan, q, att []float32, n, start int) {
-	b := &e.bf
-	H, Hkv, hd := int(e.h.NumHeads), lp.kvHeads, lp.hd
-	if tileCache && hd <= quant.MaxTileCols && e.kernel.HasF32Rows() {
+	if tileCache && lp.hd <= quant.MaxTileCols && e.kernel.HasF32Rows() {
 		e.headGroups(c, lp, q, att, n, start)
 		return
 	}
+	e.headsEach(c, lp, q, att, n, start)
+}
+
+// headsEach is heads one query head per item, on the single-vector tile
+// kernels: the path of kernels without a multi-vector F32 kernel, and the
+// truth headGroups is tested against.
+func (e *Engine) headsEach(c *kvCache, lp *layerPlan, q, att []float32, n, start int) {
+	b := &e.bf
+	H, Hkv, hd := int(e.h.NumHeads), lp.kvHeads, lp.hd
 	scale := float32(e.attnScale(hd))
 	b0, nb := start/kvBlock, (n+kvBlock-1)/kvBlock
 	span := nb * kvBlock
