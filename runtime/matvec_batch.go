@@ -47,13 +47,20 @@ func (e *Engine) matvecLanes(p *matPlan, ls []*lane) {
 		j0 := i % nc * chunk
 		j1 := min(j0+chunk, B)
 		ys := e.batchYs[i*chunk : i*chunk+j1-j0 : i*chunk+j1-j0]
+		row := -1
 		for _, t := range s.tiles {
 			if hook != nil {
 				hook(t.Offset, t.Matrix)
 			}
-			row := int(t.RowOffset)
-			for j, ln := range ls[j0:j1] {
-				ys[j] = ln.req.outs[s.out][row:]
+			// A stripe's tiles share their rows: the columns' output
+			// views are built once per stripe, not per tile (each is two
+			// dependent loads through the column's lane, missing L1
+			// behind the tile stream).
+			if r := int(t.RowOffset); r != row {
+				row = r
+				for j, ln := range ls[j0:j1] {
+					ys[j] = ln.req.outs[s.out][row:]
+				}
 			}
 			quant.DotBatch(&t.Tile, xs[j0:j1], int(t.ColOffset), ys)
 		}
