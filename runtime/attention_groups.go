@@ -15,11 +15,14 @@ type groupScratch struct {
 	scores, probs []float32
 }
 
-// headsPerGroup is the largest divisor of the query heads per KV head g
-// that is at most maxHeadsPerGroup.
-func headsPerGroup(g int) int {
+// headsPerGroup is the largest divisor k of the query heads per KV head g
+// that is at most maxHeadsPerGroup and leaves at least minItems items
+// (h/k, h query heads) — a decode step's heads are its only parallel
+// attention work, so on a wide pool an MQA model's few KV heads must not
+// leave threads idle. The grouping changes no bit of any head's output.
+func headsPerGroup(h, g, minItems int) int {
 	for k := min(g, maxHeadsPerGroup); k > 1; k-- {
-		if g%k == 0 {
+		if g%k == 0 && h/k >= minItems {
 			return k
 		}
 	}
@@ -41,7 +44,11 @@ func (e *Engine) headGroups(c *kvCache, lp *layerPlan, q, att []float32, n, star
 	b := &e.bf
 	H, Hkv, hd := int(e.h.NumHeads), lp.kvHeads, lp.hd
 	G := H / Hkv
-	qpi := headsPerGroup(G)
+	minItems := 1
+	if e.ln == nil {
+		minItems = e.pool.workers + 1 // a decode step: one item per thread at least
+	}
+	qpi := headsPerGroup(H, G, minItems)
 	items := H / qpi
 	scale := float32(e.attnScale(hd))
 	b0, nb := start/kvBlock, (n+kvBlock-1)/kvBlock

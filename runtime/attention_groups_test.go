@@ -15,7 +15,8 @@ import (
 // int8 paths round activations downstream and an ulp would flip them.
 // Geometries: TinyLlama's (four heads per item, the four-vector kernel),
 // three heads per item with 12-wide heads (kernel tails), one KV head
-// with a sliding window, one head per item; lengths on and off block and
+// with a sliding window, one head per item, an MQA model whose groups are
+// halved to give the 2-thread pool two items; lengths on and off block and
 // chunk edges.
 func TestHeadGroupsMatchesHeadsEach(t *testing.T) {
 	if !testKernel.HasF32Rows() {
@@ -24,7 +25,7 @@ func TestHeadGroupsMatchesHeadsEach(t *testing.T) {
 	e := newEngine(t, archCases()[0].build(quant.Q8_0, 3).m, 2)
 	rng := rand.New(rand.NewPCG(4, 7))
 	for _, g := range []struct{ H, Hkv, hd, window int }{
-		{32, 4, 64, 0}, {12, 4, 12, 0}, {8, 1, 16, 100}, {6, 6, 64, 0},
+		{32, 4, 64, 0}, {12, 4, 12, 0}, {8, 1, 16, 100}, {6, 6, 64, 0}, {4, 1, 64, 0},
 	} {
 		v := *e
 		v.bf.heads, v.bf.headGroups = nil, nil
@@ -58,6 +59,20 @@ func TestHeadGroupsMatchesHeadsEach(t *testing.T) {
 						g.H, g.Hkv, g.hd, g.window, n, i/g.hd, i%g.hd, got[i], want[i])
 				}
 			}
+		}
+	}
+}
+
+// TestHeadsPerGroup: four heads per item where the group allows it, fewer
+// where a decode step's pool would otherwise have idle threads, and never
+// a count that does not divide the group.
+func TestHeadsPerGroup(t *testing.T) {
+	for _, c := range []struct{ h, g, min, want int }{
+		{32, 8, 1, 4}, {32, 8, 2, 4}, {32, 8, 16, 2}, {32, 8, 64, 1},
+		{4, 4, 1, 4}, {4, 4, 2, 2}, {12, 3, 2, 3}, {10, 5, 1, 1}, {6, 1, 4, 1},
+	} {
+		if got := headsPerGroup(c.h, c.g, c.min); got != c.want {
+			t.Errorf("headsPerGroup(%d heads, %d per KV head, %d items) = %d, want %d", c.h, c.g, c.min, got, c.want)
 		}
 	}
 }
