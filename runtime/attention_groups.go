@@ -78,7 +78,7 @@ func (e *Engine) headGroups(c *kvCache, lp *layerPlan, q, att []float32, n, star
 		for g := range qpi {
 			sg, pg := sc[g*span:(g+1)*span], p[g*span:(g+1)*span]
 			clear(pg[b0*kvBlock : start])
-			// heads' max and exp32 loop, vectorised, bit for bit.
+			// max and e^(s·scale − max), as in headsEach.
 			quant.ExpScores(sg[start:n], scale, pg[start:n])
 			var sum float64
 			for _, v := range pg[start:n] {

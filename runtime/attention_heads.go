@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"encoding/binary"
-	"math"
 	"unsafe"
 
 	"github.com/cflow-dev/cflow/quant"
@@ -22,8 +21,8 @@ type headScratch struct {
 
 // heads runs every query head of one pass at position n−1 over the cached
 // positions [start, n): scores Q·K on the keys' F32 tiles (one per cache
-// block: positions × head dim), a float32 softmax (exp32, the sum
-// in float64), and the weighted sum of
+// block: positions × head dim), a float32 softmax (quant.ExpScores, the
+// sum in float64), and the weighted sum of
 // values on their transposed tiles (head dim × positions). The tile
 // kernels are the SIMD ones every matvec uses; per head the sums run in a
 // fixed order whatever the thread count or batch. Paths with a
@@ -83,19 +82,12 @@ func (e *Engine) headsEach(c *kvCache, lp *layerPlan, q, att []float32, n, start
 				sc[t] = dot
 			}
 		}
-		mx := float32(math.Inf(-1))
-		for _, s := range sc[start:n] {
-			mx = max(mx, s*scale)
-		}
-		var sum float64
 		clear(p[b0*kvBlock : start])
-		for t, s := range sc[start:n] {
-			// exp32 of x ≤ 0, its core inlined.
-			var v float32
-			if x := s*scale - mx; x >= -87 {
-				v = expCore(x)
-			}
-			p[start+t] = v
+		// max and e^(s·scale − max) in float32, 8 at a time where the CPU
+		// has AVX2, bit for bit the scalar loop (TestExpScoresIsExpCore).
+		quant.ExpScores(sc[start:n], scale, p[start:n])
+		var sum float64
+		for _, v := range p[start:n] {
 			sum += float64(v)
 		}
 		clear(p[n:span])

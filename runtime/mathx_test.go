@@ -92,3 +92,37 @@ func siluMulScalar(g, u []float32) {
 }
 
 func silu(x float32) float32 { return x / (1 + exp32(-x)) }
+
+// exp32 is e^x in float32 to within 2 ulp (Cephes' expf: x = n·ln2 + r
+// with |r| ≤ ln2/2, a degree-6 polynomial for e^r, 2^n by exponent bits).
+// Below −87 it returns 0 (e^x is then under 2^−125, well past what a
+// float32 sum it joins can hold); above 88, +Inf. It was the softmax's and
+// SiLU's exp until quant.ExpScores and quant.SiLUMul took over (the same
+// operations on 8 lanes); the tests here hold those to it bit for bit.
+func exp32(x float32) float32 {
+	switch {
+	case x > 88:
+		return float32(math.Inf(1))
+	case x < -87:
+		return 0
+	case x != x:
+		return x
+	}
+	return expCore(x)
+}
+
+// expCore is exp32 on [−87, 88], small enough to inline into the softmax
+// loop.
+func expCore(x float32) float32 {
+	const (
+		log2e = 1.44269504088896341
+		ln2hi = 0.693359375
+		ln2lo = -2.12194440e-4
+		round = 12582912 // 1.5·2²³: adding it rounds a float32 to an integer
+	)
+	n := (x*log2e + round) - round
+	r := x - n*ln2hi - n*ln2lo
+	p := ((((((1.9875691500e-4*r+1.3981999507e-3)*r+8.3334519073e-3)*r+4.1665795894e-2)*r+
+		1.6666665459e-1)*r+5.0000001201e-1)*r*r + r + 1)
+	return p * math.Float32frombits(uint32(int32(n)+127)<<23)
+}
