@@ -18,7 +18,7 @@
 # of step 3), LLAMA_ENV (environment for llama-server, e.g.
 # OMP_WAIT_POLICY=passive: its OpenMP barriers spin, which collapses on a
 # machine whose other processes take the cores). Raw results (one line per server, round and level, with the
-# load average before it): OUT/serve.jsonl.
+# load average before it and the commit cflowc was built from): OUT/serve.jsonl.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -60,6 +60,7 @@ vocab=$("$cflowc" inspect --json "$cflow" | python3 -c 'import json,sys; print(j
 np=$(echo $clients | tr ' ' '\n' | sort -n | tail -1)
 levels=$(echo $clients | tr ' ' ',')
 port=$((20000 + RANDOM % 20000))
+commit=$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)
 res="$out/serve.jsonl"
 : > "$res"
 
@@ -82,7 +83,7 @@ measure() { # name round
 		-requests "$requests" -max-tokens "$tokens" -prompt-len "$prompt" -vocab "$vocab" -json |
 		python3 -c 'import json,sys
 for l in sys.stdin:
-    r = json.loads(l); r["round"], r["load_before"] = int(sys.argv[1]), float(sys.argv[2]); print(json.dumps(r), flush=True)' "$2" "$la" | tee -a "$res"
+    r = json.loads(l); r["round"], r["load_before"], r["commit"] = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]; print(json.dumps(r), flush=True)' "$2" "$la" "$commit" | tee -a "$res"
 }
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs))"
