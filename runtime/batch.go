@@ -32,7 +32,8 @@ const MaxBatch = 64
 // column stores its keys before any column's heads run: all columns reach
 // the same requests in the same order (lockstep), which the driver checks.
 
-// request is what a column waits on: a matvec (p set) or a parallel loop.
+// request is what a column waits on: a matvec (p set), a staged routing's
+// reads to issue (stage) or to await (resolve), or a parallel loop.
 type request struct {
 	p    *matPlan
 	a    *actVec
@@ -42,6 +43,28 @@ type request struct {
 	// groups > 1: the loop's items form that many equal runs that read
 	// the same data in every column (the query heads of one KV head).
 	groups int
+	// stage, resolve: a staged expert routing (expertio_batch.go).
+	stage, resolve *stagedJob
+}
+
+// Request kinds: every live column must wait on the same kind.
+const (
+	reqLoop = iota
+	reqMatvec
+	reqStage
+	reqResolve
+)
+
+func (r *request) kind() int {
+	switch {
+	case r.p != nil:
+		return reqMatvec
+	case r.stage != nil:
+		return reqStage
+	case r.resolve != nil:
+		return reqResolve
+	}
+	return reqLoop
 }
 
 // lane is one column of a batch: a view of the engine sharing its weights,
@@ -60,13 +83,14 @@ type lane struct {
 	next    func() (struct{}, bool)
 	stop    func()
 	live    bool
+	xs      laneStaged // staged expert I/O's per-column state
 }
 
 // newLane returns a column view of e.
 func (e *Engine) newLane() *lane {
 	ln := &lane{e: *e}
 	v := &ln.e
-	v.lanes, v.stats, v.prepCount = nil, Stats{}, [numStreams]int64{}
+	v.lanes, v.stats, v.prepCount, v.xbatches = nil, Stats{}, [numStreams]int64{}, nil
 	v.allocBuffers() // fresh scratch, observation and default seq
 	ln.scratch = v.seq
 	v.seq = seq{}
@@ -129,13 +153,13 @@ func (e *Engine) runLanes(ls []*lane) {
 	live := e.resumeLanes(ls, make([]*lane, 0, len(ls)))
 	var groups [][]*lane
 	for len(live) > 0 {
-		loop := live[0].req.p == nil
+		kind := live[0].req.kind()
 		groups = groups[:0]
 		for _, ln := range live {
-			if (ln.req.p == nil) != loop {
-				panic("runtime: batch columns out of step (one waits on a matvec, another on a parallel loop)")
+			if ln.req.kind() != kind {
+				panic("runtime: batch columns out of step (waiting on different kinds of request)")
 			}
-			if loop {
+			if kind != reqMatvec {
 				continue
 			}
 			i := 0
@@ -147,14 +171,21 @@ func (e *Engine) runLanes(ls []*lane) {
 			}
 			groups[i] = append(groups[i], ln)
 		}
-		if loop {
+		switch kind {
+		case reqLoop:
 			e.parallelLanes(live)
+		case reqStage:
+			e.stageLanes(live)
+		case reqResolve:
+			e.resolveLanes(live)
 		}
 		for _, g := range groups {
 			e.matvecLanes(g[0].req.p, g)
 		}
 		live = e.resumeLanes(live, live[:0])
+		e.sweepStaged(nil, false)
 	}
+	e.sweepStaged(ls, true)
 }
 
 // resumeLanes runs every column in ls on to its next request (or its end)
@@ -185,6 +216,7 @@ func (e *Engine) abandonLanes() {
 			ln.stop()
 		}
 	}
+	e.sweepStaged(e.lanes, true)
 }
 
 // parallelLanes runs every column's parallel loop as one pool job. When

@@ -98,6 +98,9 @@ type Engine struct {
 	batch int
 	// batchYs is matvecLanes' scratch: every stripe's column output views.
 	batchYs [][]float32
+	// xbatches are the staged expert routings of the running batch whose
+	// slots some column may still read (expertio_batch.go).
+	xbatches []*stagedBatch
 
 	// Test hooks: readHook sees every tile dot (offset, matrix), possibly
 	// from several goroutines when Threads > 1; prepCount counts activation

@@ -17,6 +17,10 @@ type stagedJob struct {
 	w     []float32
 	hn    []float32
 	slots []*stagingSlot
+	// In a batch column: the routing the driver staged and, per selected
+	// expert, its index there (expertio_batch.go).
+	batch *stagedBatch
+	at    []int
 }
 
 // stagedPlan is one expert's plans whose tiles (gu, dn) are rebound to the
@@ -31,6 +35,9 @@ type stagedPlan struct {
 // or a style that injects in the routing layer) or leaves out zero and
 // hands the job to enqueue, to be computed at the injection layer.
 func (e *Engine) routeStaged(lp *layerPlan, sel []int, w []float64, sum float64, hn, out []float32) error {
+	if ln := e.ln; ln != nil {
+		return e.routeStagedLane(ln, lp, sel, w, sum, hn, out)
+	}
 	x := e.xio
 	if err := x.err; err != nil {
 		x.err = nil
@@ -70,8 +77,12 @@ func (e *Engine) takeStaged() *stagedJob {
 	if e.xio == nil {
 		return nil
 	}
-	j := e.xio.staged
-	e.xio.staged = nil
+	at := &e.xio.staged
+	if ln := e.ln; ln != nil {
+		at = &ln.xs.staged
+	}
+	j := *at
+	*at = nil
 	return j
 }
 
@@ -80,15 +91,14 @@ func (e *Engine) takeStaged() *stagedJob {
 // routing-layer path, so the sum is bit-identical. A failure is kept for
 // the end of the token (inject cannot return it) and out stays zero.
 func (e *Engine) finishStaged(j *stagedJob, out []float32) {
-	x := e.xio
 	e.prepare(stMoE, e.bf.actD, j.hn)
 	if err := e.computeStaged(j, out); err != nil {
 		clear(out)
-		if x.err == nil {
-			x.err = err
+		if f := e.stagedFailure(); *f == nil {
+			*f = err
 		}
 	}
-	x.release(j)
+	e.releaseJob(j)
 }
 
 // computeStaged awaits each expert's read, parses its tiles from the
@@ -96,15 +106,32 @@ func (e *Engine) finishStaged(j *stagedJob, out []float32) {
 func (e *Engine) computeStaged(j *stagedJob, out []float32) error {
 	b, x := &e.bf, e.xio
 	clear(out)
+	var failed error
 	for i, ex := range j.sel {
-		s := j.slots[i]
-		x.await(s)
-		ep, err := x.plan(e, j.lp.idx, ex, s)
+		var ep *expertPlan
+		var err error
+		if j.batch != nil {
+			if ep, err = e.resolvedExpert(j, i); err != nil && err != errBatchAbandoned {
+				// A batch column must keep making the requests the
+				// others make (a deferred expert fails inside inject,
+				// and the token goes on): it runs a stand-in expert of
+				// the routing and discards the sum; the token fails.
+				if failed == nil {
+					failed = err
+				}
+				if ep, err = j.batch.standIn(), nil; ep == nil {
+					return failed // no expert of the routing was read: every column stops here
+				}
+			}
+		} else {
+			s := j.slots[i]
+			x.await(s)
+			if ep, err = x.plan(e, j.lp.idx, ex, s); err == nil && x.observe != nil {
+				x.observe("use", s.buf)
+			}
+		}
 		if err != nil {
 			return err
-		}
-		if x.observe != nil {
-			x.observe("use", s.buf)
 		}
 		e.matvec(ep.gateUp, b.actD, b.eg, b.eu)
 		e.glu(b.eg, b.eu)
@@ -113,14 +140,17 @@ func (e *Engine) computeStaged(j *stagedJob, out []float32) error {
 		axpy(out, j.w[i], b.eo)
 		e.stats.Last.Experts += ep.bytes
 	}
-	return nil
+	if failed != nil {
+		clear(out)
+	}
+	return failed
 }
 
 // dropStaged releases a job whose token ended early (an error), waiting
 // out any read still in flight on its slots.
 func (e *Engine) dropStaged(j *stagedJob) {
 	if j != nil {
-		e.xio.release(j)
+		e.releaseJob(j)
 	}
 }
 
@@ -129,8 +159,9 @@ func (e *Engine) stagedErr() error {
 	if e.xio == nil {
 		return nil
 	}
-	err := e.xio.err
-	e.xio.err = nil
+	f := e.stagedFailure()
+	err := *f
+	*f = nil
 	return err
 }
 

@@ -248,3 +248,74 @@ func TestExpertIOFallback(t *testing.T) {
 		t.Fatalf("fallback stats %+v, described %q", st, d)
 	}
 }
+
+// TestStagedBatchReadFailure: a read that fails inside a batched prefill
+// with staged experts fails the prefill with that error and leaves the
+// sequence where it was, every staging slot back on the free list (none
+// leaked to a routing the driver still holds); the retry prefills to the
+// mmap engine's logits bit for bit and again frees every slot.
+func TestStagedBatchReadFailure(t *testing.T) {
+	path, _ := convertFixtureDirect(t, "arch2_4_combined", ".cflow")
+	m, err := vflowfmt.OpenModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	toks := make([]int, 40)
+	for i := range toks {
+		toks[i] = (i*37 + 11) % int(m.Header.VocabSize)
+	}
+	ref, err := New(m, Options{Threads: 2, Kernel: testKernel, Batch: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	want, err := ref.Prefill(toks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []ExpertIO{ExpertIOSync, ExpertIODirect} {
+		e, err := New(m, Options{Threads: 2, ExpertIO: mode, Kernel: testKernel, Batch: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := e.xio
+		injected := errors.New("injected read failure")
+		var mu sync.Mutex
+		reads := 0
+		x.read = func(fd int, p []byte, off int64) (int, error) {
+			mu.Lock()
+			reads++
+			n := reads
+			mu.Unlock()
+			if n == 5 { // inside the first batch, after a routing or two
+				return 0, injected
+			}
+			return preadFull(fd, p, off)
+		}
+		freed := func(when string) {
+			t.Helper()
+			if len(x.free) != x.allocated || len(e.xbatches) != 0 {
+				t.Fatalf("%s %s: %d of %d slots free, %d routings held", mode, when, len(x.free), x.allocated, len(e.xbatches))
+			}
+		}
+		if _, err := e.Prefill(toks); !errors.Is(err, injected) {
+			t.Fatalf("%s: prefill err %v, want the injected read failure", mode, err)
+		}
+		if e.Pos() != 0 {
+			t.Fatalf("%s: failed prefill moved the position to %d", mode, e.Pos())
+		}
+		freed("after the failure")
+		got, err := e.Prefill(toks)
+		if err != nil {
+			t.Fatalf("%s retry: %v", mode, err)
+		}
+		for j := range want {
+			if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
+				t.Fatalf("%s retry: logit %d = %v, mmap %v", mode, j, got[j], want[j])
+			}
+		}
+		freed("after the retry")
+		e.Close()
+	}
+}

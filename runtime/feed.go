@@ -49,22 +49,6 @@ func (e *Engine) StepFeeds(feeds []Feed) (out [][]float32, err error) {
 		}
 	}()
 	out = make([][]float32, len(feeds))
-	if !e.batches() {
-		for i, f := range feeds {
-			var l []float32
-			for _, t := range f.Toks {
-				if l, err = e.step(&f.Seq.s, t); err != nil {
-					undo()
-					return nil, &batchErr{i, err}
-				}
-			}
-			f.Seq.obs.copyFrom(&e.obs)
-			if f.Logits {
-				out[i] = append([]float32(nil), l...) // step reuses l
-			}
-		}
-		return out, nil
-	}
 	// Columns in feed order, MaxBatch (e.batch) per pass; a feed may span
 	// two passes: its later columns see the keys its earlier ones stored.
 	type col struct{ feed, tok int }

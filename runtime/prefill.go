@@ -112,9 +112,6 @@ func (e *Engine) prefill(s *seq, toks []int, each func(int, []float32, *Observat
 		return nil, fmt.Errorf("%w: %d tokens at position %d need %d positions, the model's KV cache holds %d",
 			ErrContextFull, len(toks), s.pos, n, e.h.MaxSeqLen)
 	}
-	if !e.batches() {
-		return e.prefillSteps(s, toks, each, obs)
-	}
 	for b := 0; b < len(toks); b += e.batch {
 		bt := toks[b:min(b+e.batch, len(toks))]
 		ls := e.takeLanes(len(bt))
@@ -147,27 +144,6 @@ func (e *Engine) prefill(s *seq, toks []int, each func(int, []float32, *Observat
 	return last, nil
 }
 
-// prefillSteps is prefill one Step at a time, for engines that do not
-// batch (staged expert I/O, whose reads are scheduled per token).
-func (e *Engine) prefillSteps(s *seq, toks []int, each func(int, []float32, *Observation) error, obs *Observation) ([]float32, error) {
-	var logits []float32
-	for i, t := range toks {
-		var err error
-		if logits, err = e.step(s, t); err != nil {
-			return nil, err
-		}
-		if each != nil {
-			if err := each(i, logits, &e.obs); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if obs != &e.obs {
-		obs.copyFrom(&e.obs)
-	}
-	return logits, nil
-}
-
 // StepBatch feeds toks[i] to seqs[i] for every i in one pass over the
 // weights (continuous batching: one decode token of each of several
 // sequences) and returns each sequence's next-token logits, exactly what
@@ -186,11 +162,6 @@ func (e *Engine) StepBatch(seqs []*Sequence, toks []int) ([][]float32, error) {
 	}
 	return e.StepFeeds(feeds)
 }
-
-// batches reports whether this engine feeds several columns per weight
-// pass. Staged expert I/O schedules its reads per token (read at routing,
-// awaited at injection), so those engines feed one token at a time.
-func (e *Engine) batches() bool { return e.xio == nil }
 
 // takeLanes returns n column views (n ≤ MaxBatch), creating them on first
 // use; StepBatch's outputs live in them until the next batch.
