@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"iter"
 	"runtime/debug"
+	"sync"
+	"sync/atomic"
 )
 
 // MaxBatch is the most token columns one pass over the weights serves: a
@@ -196,15 +198,52 @@ func (e *Engine) runLanes(ls []*lane) {
 // runLanes), so the columns are independent and each computes what it would
 // alone.
 func (e *Engine) resumeLanes(ls, dst []*lane) []*lane {
-	e.pool.run(len(ls), func(i int) {
-		_, ls[i].live = ls[i].next()
-	})
+	if e.pool.groups != nil {
+		e.resumeUnlocked(ls)
+	} else {
+		e.pool.run(len(ls), func(i int) {
+			_, ls[i].live = ls[i].next()
+		})
+	}
 	for _, ln := range ls {
 		if ln.live {
 			dst = append(dst, ln)
 		}
 	}
 	return dst
+}
+
+// resumeUnlocked is resumeLanes on a multi-node engine, whose workers are
+// locked to their pinned threads: Go cannot switch into a coroutine from a
+// locked thread, so the columns are resumed from plain goroutines, one per
+// node worker, and a panic in a column (a fault on the mapped weights) is
+// raised again in the driver's goroutine, as the pool raises its workers'.
+func (e *Engine) resumeUnlocked(ls []*lane) {
+	workers := 0
+	for _, g := range e.pool.groups {
+		workers += g.workers
+	}
+	var (
+		wg     sync.WaitGroup
+		next   atomic.Int64
+		failed atomic.Pointer[any]
+	)
+	for range min(max(workers, 1), len(ls)) {
+		wg.Go(func() {
+			defer func() {
+				if r := recover(); r != nil {
+					failed.CompareAndSwap(nil, &r)
+				}
+			}()
+			for i := int(next.Add(1) - 1); i < len(ls); i = int(next.Add(1) - 1) {
+				_, ls[i].live = ls[i].next()
+			}
+		})
+	}
+	wg.Wait()
+	if r := failed.Load(); r != nil {
+		panic(*r)
+	}
 }
 
 // abandonLanes ends every column still suspended (after a fault in the

@@ -12,11 +12,7 @@ import "github.com/cflow-dev/cflow/quant"
 // float summation order with one).
 func (e *Engine) matvecLanes(p *matPlan, ls []*lane) {
 	if e.numa != nil {
-		// The multi-node path keeps its per-node scratch and reductions;
-		// its columns run one after another.
-		for _, ln := range ls {
-			e.numaMatvec(p, ln.req.a, ln.req.outs)
-		}
+		e.numaMatvecLanes(p, ls)
 		return
 	}
 	hook := e.readHook

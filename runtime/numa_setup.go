@@ -24,6 +24,11 @@ type numaState struct {
 	experts [][]int
 	arenas  []*arena
 	jobs    []*job
+	// batchScratch[n] is node n's partial sums for a batch's columns and
+	// batchYs[n] its items' column views (numaMatvecLanes; Go heap, grown
+	// on first use, not node-placed).
+	batchScratch [][]float32
+	batchYs      [][][]float32
 }
 
 // NUMAReport says how the engine runs on the machine's (or a simulated)
