@@ -15,12 +15,8 @@ func (e *Engine) prepare(stream int, a *actVec, x []float32) {
 }
 
 // glu writes act(g)⊙u into g: SwiGLU, or GeGLU (tanh) under FlagGELU.
-func (e *Engine) glu(g, u []float32) { gluRows(e.h.Has(cflowfmt.FlagGELU), g, u) }
-
-// gluRows is glu on any row range: each output depends on its own row
-// only, so a pool item can apply it to the rows it just computed.
-func gluRows(gelu bool, g, u []float32) {
-	if gelu {
+func (e *Engine) glu(g, u []float32) {
+	if e.h.Has(cflowfmt.FlagGELU) {
 		for i := range g {
 			g[i] = geluTanh(g[i]) * u[i]
 		}
@@ -35,53 +31,14 @@ func gluRows(gelu bool, g, u []float32) {
 func (e *Engine) ffn(lp *layerPlan, hn, out []float32) {
 	b := &e.bf
 	e.prepare(stDense, b.actD, hn)
-	if !e.gateUpGLU(lp, b.actD, b.g, b.u) {
-		e.matvec(lp.gateUp, b.actD, b.g, b.u)
-		addBias(b.g, lp.feat.gateBias)
-		addBias(b.u, lp.feat.upBias)
-		e.glu(b.g, b.u)
-	}
+	e.matvec(lp.gateUp, b.actD, b.g, b.u)
+	addBias(b.g, lp.feat.gateBias)
+	addBias(b.u, lp.feat.upBias)
+	e.glu(b.g, b.u)
 	e.prepare(stDense, b.actFF, b.g)
 	e.matvec(lp.down, b.actFF, out)
 	e.outFeatures(lp.feat.downBias, lp.feat.postFFN, out)
 	e.stats.Last.Dense += lp.gateUp.bytes + lp.down.bytes
-}
-
-// gateUpGLU is the gate/up matvec with the GLU applied inside the same
-// pool pass: an item computes a gate stripe and the up stripe of the same
-// rows (a .cflow file stores them in that order) and then act(g)⊙u for
-// those rows, so with several threads the GLU (5632 exps per TinyLlama
-// layer) no longer runs on one thread while the others wait. Each stripe is still summed whole, in file order, by one
-// goroutine, and the GLU is elementwise: the result is bit-identical to
-// matvec then glu. It reports false, doing nothing, where that fusion does
-// not apply (another stripe order, biases, a batch column or the NUMA
-// path); the caller then runs the two steps.
-func (e *Engine) gateUpGLU(lp *layerPlan, a *actVec, g, u []float32) bool {
-	p := lp.gateUp
-	if !p.gluPairs || e.ln != nil || e.numa != nil || lp.feat.gateBias != nil || lp.feat.upBias != nil {
-		return false
-	}
-	clear(g)
-	clear(u)
-	gelu := e.h.Has(cflowfmt.FlagGELU)
-	hook := e.readHook
-	outs := [2][]float32{g, u}
-	e.pool.run(len(p.stripes)/2, func(i int) {
-		pair := p.stripes[2*i : 2*i+2]
-		for k := range pair {
-			s := &pair[k]
-			y := outs[s.out]
-			for _, t := range s.tiles {
-				if hook != nil {
-					hook(t.Offset, t.Matrix)
-				}
-				dotTile(&t.Tile, a, int(t.ColOffset), y[t.RowOffset:])
-			}
-		}
-		r0, r1 := pair[0].row, pair[0].row+pair[0].rows
-		gluRows(gelu, g[r0:r1], u[r0:r1])
-	})
-	return true
 }
 
 // moe computes out = Σ_j s_j·Expert_{i_j}(hn): router (F32 tiles), top-k

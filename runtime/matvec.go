@@ -25,9 +25,6 @@ type matPlan struct {
 	bytes   int64 // on-disk bytes of every tile, for byte accounting
 	outDims []int
 	inDim   int
-	// gluPairs: the stripes alternate output 0 and output 1 over the same
-	// rows (gate r, up r, ...), so gateUpGLU may take them in pairs.
-	gluPairs bool
 	// numa splits the stripes by owning node; nil until a multi-node
 	// engine first runs the plan (and always nil on the plain path).
 	numa *numaPlan
@@ -61,23 +58,7 @@ func buildPlan(what string, tiles []cflowfmt.MappedTile, outs map[cflowfmt.Matri
 		p.stripes = append(p.stripes, stripe{tiles: []*cflowfmt.MappedTile{t}, out: o, row: int(t.RowOffset), rows: t.Tile.Rows})
 	}
 	p.mergeOverlaps()
-	p.gluPairs = p.pairsRows()
 	return p, nil
-}
-
-// pairsRows reports whether the stripes come as (output 0, output 1)
-// pairs over the same rows, each output's pairs covering its rows once.
-func (p *matPlan) pairsRows() bool {
-	if len(p.outDims) != 2 || len(p.stripes)%2 != 0 || len(p.stripes) == 0 {
-		return false
-	}
-	for i := 0; i < len(p.stripes); i += 2 {
-		a, b := &p.stripes[i], &p.stripes[i+1]
-		if a.out != 0 || b.out != 1 || a.row != b.row || a.rows != b.rows {
-			return false
-		}
-	}
-	return true
 }
 
 // mergeOverlaps folds stripes whose output rows overlap (a shard plan may
