@@ -56,16 +56,7 @@ func (e *Engine) routeStagedLane(ln *lane, lp *layerPlan, sel []int, w []float64
 		xs.err = nil
 		return err
 	}
-	var j *stagedJob
-	if n := len(xs.jobs); n > 0 {
-		j, xs.jobs = xs.jobs[n-1], xs.jobs[:n-1]
-	} else {
-		j = &stagedJob{hn: make([]float32, e.d)}
-	}
-	j.lp, j.sel, j.w = lp, append(j.sel[:0], sel...), j.w[:0]
-	for i := range sel {
-		j.w = append(j.w, float32(w[i]/sum))
-	}
+	j := e.newStagedJob(&xs.jobs, lp, sel, w, sum)
 	clear(out)
 	ln.req = request{stage: j}
 	ln.wait()

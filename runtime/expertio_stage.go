@@ -43,16 +43,7 @@ func (e *Engine) routeStaged(lp *layerPlan, sel []int, w []float64, sum float64,
 		x.err = nil
 		return err
 	}
-	var j *stagedJob
-	if n := len(x.jobs); n > 0 {
-		j, x.jobs = x.jobs[n-1], x.jobs[:n-1]
-	} else {
-		j = &stagedJob{hn: make([]float32, e.d)}
-	}
-	j.lp, j.sel, j.w = lp, append(j.sel[:0], sel...), j.w[:0]
-	for i := range sel {
-		j.w = append(j.w, float32(w[i]/sum))
-	}
+	j := e.newStagedJob(&x.jobs, lp, sel, w, sum)
 	ranges := e.m.Layers[lp.idx].Experts
 	for _, ex := range sel {
 		r := ranges[ex]
@@ -70,6 +61,23 @@ func (e *Engine) routeStaged(lp *layerPlan, sel []int, w []float64, sum float64,
 	err := e.computeStaged(j, out) // actD still holds hn from the router
 	x.release(j)
 	return err
+}
+
+// newStagedJob takes a job from free (a lone engine's or a column's list
+// of finished jobs, so a token allocates none) or makes one, and records
+// the routing: layer, selected experts and their normalised weights.
+func (e *Engine) newStagedJob(free *[]*stagedJob, lp *layerPlan, sel []int, w []float64, sum float64) *stagedJob {
+	var j *stagedJob
+	if n := len(*free); n > 0 {
+		j, *free = (*free)[n-1], (*free)[:n-1]
+	} else {
+		j = &stagedJob{hn: make([]float32, e.d)}
+	}
+	j.lp, j.sel, j.w = lp, append(j.sel[:0], sel...), j.w[:0]
+	for i := range sel {
+		j.w = append(j.w, float32(w[i]/sum))
+	}
+	return j
 }
 
 // takeStaged hands enqueue the job routeStaged deferred, if any.
