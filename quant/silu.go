@@ -44,7 +44,7 @@ func siluMulGo(g, u []float32) {
 }
 
 // exp32Edge is e^x in float32 over the whole line: expf32 on [−87, 88],
-// 0 below, +Inf above, NaN for NaN (runtime's exp32).
+// 0 below, +Inf above, NaN for NaN (the runtime's exp32 before SiLUMul).
 func exp32Edge(x float32) float32 {
 	switch {
 	case x > 88:

@@ -44,8 +44,8 @@ func ExpScores(s []float32, scale float32, p []float32) float32 {
 
 // expf32 is e^x for x in [−87, 88] to within 2 ulp (Cephes' expf: x =
 // n·ln2 + r with |r| ≤ ln2/2, a degree-6 polynomial for e^r, 2^n by
-// exponent bits). runtime's expCore is the same function; a runtime test
-// holds them equal bit for bit.
+// exponent bits): the runtime's softmax exp before ExpScores, kept
+// verbatim as the scalar truth TestExpScores holds the AVX2 loop to.
 func expf32(x float32) float32 {
 	const (
 		log2e = 1.44269504088896341

@@ -84,7 +84,7 @@ func (e *Engine) headsEach(c *kvCache, lp *layerPlan, q, att []float32, n, start
 		}
 		clear(p[b0*kvBlock : start])
 		// max and e^(s·scale − max) in float32, 8 at a time where the CPU
-		// has AVX2, bit for bit the scalar loop (TestExpScoresIsExpCore).
+		// has AVX2, bit for bit the scalar loop (quant.TestExpScores).
 		quant.ExpScores(sc[start:n], scale, p[start:n])
 		var sum float64
 		for _, v := range p[start:n] {
