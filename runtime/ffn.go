@@ -23,7 +23,7 @@ func (e *Engine) glu(g, u []float32) {
 		return
 	}
 	// silu(x)·u, 8 at a time on AVX2, bit-identical to the scalar loop
-	// (siluMulScalar in the tests).
+	// (quant.TestSiLUMul).
 	quant.SiLUMul(g, u)
 }
 

@@ -15,11 +15,7 @@ import "github.com/cflow-dev/cflow/quant"
 // float and avx2i8 paths, and paths without a multi-column kernel).
 func (e *Engine) numaMatvecLanes(p *matPlan, ls []*lane) {
 	st := e.numa
-	np := p.numa
-	if np == nil {
-		np = st.split(p, len(st.topo.Nodes))
-		p.numa = np
-	}
+	np := st.planOf(p)
 	B := len(ls)
 	xs := make([]*quant.Vec, B)
 	for j, ln := range ls {
@@ -76,11 +72,7 @@ func (e *Engine) numaMatvecLanes(p *matPlan, ls []*lane) {
 			}
 		})
 	}
-	for g, j := range st.jobs {
-		if j != nil {
-			e.pool.groups[g].finish(j)
-		}
-	}
+	e.finishNodes()
 	for j, ln := range ls {
 		for _, r := range np.reds {
 			out := ln.req.outs[r.out]

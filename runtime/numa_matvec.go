@@ -8,11 +8,7 @@ package runtime
 // (an expert's, on first selection) is split on first use.
 func (e *Engine) numaMatvec(p *matPlan, a *actVec, outs [][]float32) {
 	st := e.numa
-	np := p.numa
-	if np == nil {
-		np = st.split(p, len(st.topo.Nodes))
-		p.numa = np
-	}
+	np := st.planOf(p)
 	hook := e.readHook
 	for g := range np.nodes {
 		st.jobs[g] = nil
@@ -35,15 +31,30 @@ func (e *Engine) numaMatvec(p *matPlan, a *actVec, outs [][]float32) {
 			}
 		})
 	}
-	for g, j := range st.jobs {
-		if j != nil {
-			e.pool.groups[g].finish(j)
-		}
-	}
+	e.finishNodes()
 	for _, r := range np.reds {
 		clear(outs[r.out][r.row : r.row+r.rows])
 		for _, pt := range r.parts {
 			addTo(outs[r.out][pt.row:pt.row+pt.rows], st.scratch[pt.node][r.out][pt.row:pt.row+pt.rows])
+		}
+	}
+}
+
+// planOf is p's split over the nodes, made on first use for a plan built
+// after load (an expert's, on its first selection).
+func (st *numaState) planOf(p *matPlan) *numaPlan {
+	if p.numa == nil {
+		p.numa = st.split(p, len(st.topo.Nodes))
+	}
+	return p.numa
+}
+
+// finishNodes waits for every node job a numa matvec posted (st.jobs;
+// nil where the node had no stripes).
+func (e *Engine) finishNodes() {
+	for g, j := range e.numa.jobs {
+		if j != nil {
+			e.pool.groups[g].finish(j)
 		}
 	}
 }
