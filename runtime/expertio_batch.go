@@ -132,12 +132,8 @@ func (e *Engine) stageLanes(ls []*lane) {
 				k++
 			}
 			if k == len(b.experts) {
-				r := ranges[ex]
-				lo := r.Offset &^ (expertAlign - 1)
-				s := x.get()
-				x.issue(s, lo, int(alignExpert(r.End())-lo))
 				b.experts = append(b.experts, ex)
-				b.slots = append(b.slots, s)
+				b.slots = append(b.slots, x.stage(ranges[ex]))
 			}
 			j.at = append(j.at, k)
 		}
@@ -159,12 +155,7 @@ func (e *Engine) resolveLanes(ls []*lane) {
 			continue
 		}
 		for k, ex := range b.experts {
-			s := b.slots[k]
-			x.await(s)
-			b.eps[k], b.errs[k] = x.plan(e, b.layer, ex, s)
-			if b.errs[k] == nil && x.observe != nil {
-				x.observe("use", s.buf)
-			}
+			b.eps[k], b.errs[k] = x.ready(e, b.layer, ex, b.slots[k])
 		}
 		b.resolved = true
 	}

@@ -46,11 +46,7 @@ func (e *Engine) routeStaged(lp *layerPlan, sel []int, w []float64, sum float64,
 	j := e.newStagedJob(&x.jobs, lp, sel, w, sum)
 	ranges := e.m.Layers[lp.idx].Experts
 	for _, ex := range sel {
-		r := ranges[ex]
-		lo := r.Offset &^ (expertAlign - 1)
-		s := x.get()
-		x.issue(s, lo, int(alignExpert(r.End())-lo))
-		j.slots = append(j.slots, s)
+		j.slots = append(j.slots, x.stage(ranges[ex]))
 	}
 	clear(out)
 	if x.mode == ExpertIODirect && e.h.CombineStyle.DefersExperts() {
@@ -132,11 +128,7 @@ func (e *Engine) computeStaged(j *stagedJob, out []float32) error {
 				}
 			}
 		} else {
-			s := j.slots[i]
-			x.await(s)
-			if ep, err = x.plan(e, j.lp.idx, ex, s); err == nil && x.observe != nil {
-				x.observe("use", s.buf)
-			}
+			ep, err = x.ready(e, j.lp.idx, ex, j.slots[i])
 		}
 		if err != nil {
 			return err
@@ -180,6 +172,26 @@ func (x *fetcher) release(j *stagedJob) {
 	}
 	j.slots = j.slots[:0]
 	x.jobs = append(x.jobs, j)
+}
+
+// stage takes a slot and issues the read of an expert's bytes r into it,
+// widened to the direct-I/O alignment.
+func (x *fetcher) stage(r cflowfmt.Range) *stagingSlot {
+	lo := r.Offset &^ (expertAlign - 1)
+	s := x.get()
+	x.issue(s, lo, int(alignExpert(r.End())-lo))
+	return s
+}
+
+// ready awaits s's read and parses expert ex of layer l from it (plan),
+// telling the observer the buffer is in use.
+func (x *fetcher) ready(e *Engine, l, ex int, s *stagingSlot) (*expertPlan, error) {
+	x.await(s)
+	ep, err := x.plan(e, l, ex, s)
+	if err == nil && x.observe != nil {
+		x.observe("use", s.buf)
+	}
+	return ep, err
 }
 
 // plan parses expert ex of layer l from s's buffer with the format's
