@@ -220,35 +220,8 @@ func BenchmarkDotBatch(b *testing.B) {
 			}
 			for _, B := range []int{1, 4, 8, 16} {
 				b.Run(fmt.Sprintf("type=%s/kernel=%s/B=%d", typ, name, B), func(b *testing.B) {
-					rng := rand.New(rand.NewPCG(1, uint64(B)))
-					xs, ys := make([]*Vec, B), make([][]float32, B)
-					for j := range xs {
-						xs[j] = k.NewVec(n)
-						xs[j].Set(randActivation(rng, 0, n)[:n])
-						ys[j] = make([]float32, n)
-					}
-					yv := make([][]float32, B)
-					ct := n / MaxTileCols
-					laps := make([]time.Duration, 0, b.N*len(m.tiles)/ct)
-					b.ResetTimer()
-					for range b.N {
-						for s := 0; s*ct < len(m.tiles); s++ {
-							t0 := time.Now()
-							for j := range ys {
-								yv[j] = ys[j][s*MaxTileRows:]
-							}
-							for c := 0; c < ct; c++ {
-								DotBatch(&m.tiles[s*ct+c], xs, c*MaxTileCols, yv)
-							}
-							laps = append(laps, time.Since(t0))
-						}
-					}
-					b.StopTimer()
-					// As in benchMatrix: the median stripe is what one core
-					// does when no other process takes its time slice.
-					slices.Sort(laps)
-					stripeBytes := m.bytes / int64(len(m.tiles)/ct)
-					b.ReportMetric(float64(stripeBytes)*float64(B)/laps[len(laps)/2].Seconds()/1e9, "median-col-GB/s")
+					bytes, sec := benchStripes(b, k, m, n, n, B)
+					b.ReportMetric(bytes*float64(B)/sec/1e9, "median-col-GB/s")
 				})
 			}
 		}
@@ -325,35 +298,43 @@ func BenchmarkDotBatchDRAM(b *testing.B) {
 			}
 			for _, B := range []int{1, 4} {
 				b.Run(fmt.Sprintf("type=%s/kernel=%s/B=%d", typ, name, B), func(b *testing.B) {
-					rng := rand.New(rand.NewPCG(1, uint64(B)))
-					xs, ys := make([]*Vec, B), make([][]float32, B)
-					for j := range xs {
-						xs[j] = k.NewVec(cols)
-						xs[j].Set(randActivation(rng, 0, cols)[:cols])
-						ys[j] = make([]float32, rows)
-					}
-					yv := make([][]float32, B)
-					ct := cols / MaxTileCols
-					laps := make([]time.Duration, 0, b.N*len(m.tiles)/ct)
-					b.ResetTimer()
-					for range b.N {
-						for s := 0; s*ct < len(m.tiles); s++ {
-							t0 := time.Now()
-							for j := range ys {
-								yv[j] = ys[j][s*MaxTileRows:]
-							}
-							for c := 0; c < ct; c++ {
-								DotBatch(&m.tiles[s*ct+c], xs, c*MaxTileCols, yv)
-							}
-							laps = append(laps, time.Since(t0))
-						}
-					}
-					b.StopTimer()
-					slices.Sort(laps)
-					stripeBytes := m.bytes / int64(len(m.tiles)/ct)
-					b.ReportMetric(float64(stripeBytes)/laps[len(laps)/2].Seconds()/1e9, "weight-GB/s")
+					bytes, sec := benchStripes(b, k, m, rows, cols, B)
+					b.ReportMetric(bytes/sec/1e9, "weight-GB/s")
 				})
 			}
 		}
 	}
+}
+
+// benchStripes applies m (rows×cols) to B random columns with DotBatch a
+// stripe at a time, b.N times, and returns a stripe's weight bytes and the
+// median stripe's seconds: as in benchMatrix, the median stripe is what
+// one core does when no other process takes its time slice.
+func benchStripes(b *testing.B, k *Kernel, m *matrix, rows, cols, B int) (bytes, sec float64) {
+	rng := rand.New(rand.NewPCG(1, uint64(B)))
+	xs, ys := make([]*Vec, B), make([][]float32, B)
+	for j := range xs {
+		xs[j] = k.NewVec(cols)
+		xs[j].Set(randActivation(rng, 0, cols)[:cols])
+		ys[j] = make([]float32, rows)
+	}
+	yv := make([][]float32, B)
+	ct := cols / MaxTileCols
+	laps := make([]time.Duration, 0, b.N*len(m.tiles)/ct)
+	b.ResetTimer()
+	for range b.N {
+		for s := 0; s*ct < len(m.tiles); s++ {
+			t0 := time.Now()
+			for j := range ys {
+				yv[j] = ys[j][s*MaxTileRows:]
+			}
+			for c := 0; c < ct; c++ {
+				DotBatch(&m.tiles[s*ct+c], xs, c*MaxTileCols, yv)
+			}
+			laps = append(laps, time.Since(t0))
+		}
+	}
+	b.StopTimer()
+	slices.Sort(laps)
+	return float64(m.bytes / int64(len(m.tiles)/ct)), laps[len(laps)/2].Seconds()
 }
