@@ -33,12 +33,7 @@ func SiLUMul(g, u []float32) {
 // siluMulGo is SiLUMul in Go.
 func siluMulGo(g, u []float32) {
 	for i, x := range g {
-		var s float32
-		if x > -87 && x < 87 {
-			s = x / (1 + expf32(-x))
-		} else {
-			s = x / (1 + exp32Edge(-x))
-		}
+		s := x / (1 + exp32Edge(-x)) // rounded before the multiply, as the AVX2 loop does
 		g[i] = s * u[i]
 	}
 }
