@@ -1,19 +1,12 @@
 //go:build !noasm
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // Multi-column AVX2 kernel for DotBatch with float activations: one Q4_0
 // tile against four activation columns. Each group of a row is widened to
 // floats once (q4f256 does that per column), then each column costs four
 // FMAs against its activations and one by the group's scale.
-
-#define HSUM8X(y, x, xt) \
-	VEXTRACTF128 $1, y, xt; \
-	VADDPS       xt, x, x;  \
-	VPERMILPS    $0x4e, x, xt; \
-	VADDPS       xt, x, x;  \
-	VPERMILPS    $0xb1, x, xt; \
-	VADDSS       xt, x, x
 
 // XCOL adds the widened group (Y1–Y4) times column x (at x+R12) times the
 // group scale (Y6) into acc.
@@ -26,7 +19,7 @@
 
 // YSTORE adds acc's sum into y_j[row] (y_j from the ys array at BX+yo).
 #define YSTORE(acc, xacc, yo) \
-	HSUM8X(acc, xacc, X11); \
+	HSUM8(acc, xacc, X11); \
 	MOVQ   yo(BX), R15; \
 	VADDSS (R15)(R9*1), xacc, xacc; \
 	VMOVSS xacc, (R15)(R9*1)

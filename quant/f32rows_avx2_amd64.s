@@ -1,16 +1,7 @@
 //go:build !noasm
 
 #include "textflag.h"
-
-// HSUM8R is kernels_avx2_amd64.s's HSUM8: the same adds in the same order,
-// so a row's sum here is bit-identical to f32f256's.
-#define HSUM8R(y, x, xt) \
-	VEXTRACTF128 $1, y, xt; \
-	VADDPS       xt, x, x;  \
-	VPERMILPS    $0x4e, x, xt; \
-	VADDPS       xt, x, x;  \
-	VPERMILPS    $0xb1, x, xt; \
-	VADDSS       xt, x, x
+#include "hsum_amd64.h"
 
 // rowsmask: the 8 dwords at rowsmask+4·(8−t) have their first t lanes set.
 DATA rowsmask<>+0(SB)/4, $-1
@@ -100,7 +91,7 @@ f32rowstail:
 
 f32rowssum:
 	VADDPS Y7, Y6, Y6
-	HSUM8R(Y6, X6, X7)
+	HSUM8(Y6, X6, X7)
 	VADDSS (R13), X6, X6
 	VMOVSS X6, (R13)
 	ADDQ   xstride+40(FP), SI
@@ -180,20 +171,20 @@ f32rowsqtail:
 
 f32rowsqsum:
 	VADDPS Y1, Y0, Y0
-	HSUM8R(Y0, X0, X8)
+	HSUM8(Y0, X0, X8)
 	VADDSS (R9), X0, X0
 	VMOVSS X0, (R9)
 	VADDPS Y3, Y2, Y2
-	HSUM8R(Y2, X2, X9)
+	HSUM8(Y2, X2, X9)
 	VADDSS (R9)(SI*1), X2, X2
 	VMOVSS X2, (R9)(SI*1)
 	LEAQ   (R9)(SI*2), R15
 	VADDPS Y5, Y4, Y4
-	HSUM8R(Y4, X4, X10)
+	HSUM8(Y4, X4, X10)
 	VADDSS (R15), X4, X4
 	VMOVSS X4, (R15)
 	VADDPS Y7, Y6, Y6
-	HSUM8R(Y6, X6, X11)
+	HSUM8(Y6, X6, X11)
 	VADDSS (R15)(SI*1), X6, X6
 	VMOVSS X6, (R15)(SI*1)
 

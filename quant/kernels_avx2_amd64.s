@@ -1,18 +1,10 @@
 //go:build !noasm
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // AVX2+FMA+F16C tile kernels with float activations. See kernels_amd64.go
 // for the Go signatures and docs/PERFORMANCE.md ("Kernels").
-
-// HSUM8 reduces the 8 floats of y (low half x) into the low lane of x.
-#define HSUM8(y, x, xt) \
-	VEXTRACTF128 $1, y, xt; \
-	VADDPS       xt, x, x;  \
-	VPERMILPS    $0x4e, x, xt; \
-	VADDPS       xt, x, x;  \
-	VPERMILPS    $0xb1, x, xt; \
-	VADDSS       xt, x, x
 
 // tailmask: the 8 dwords at tailmask+4·(8−t) have their first t lanes set.
 DATA tailmask<>+0(SB)/4, $-1

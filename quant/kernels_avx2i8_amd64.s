@@ -1,6 +1,7 @@
 //go:build !noasm
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // AVX2 kernels with int8 activations (the avx2i8 path) for CPUs with AVX2
 // but no VNNI (AMD Zen 2/3, Intel Haswell–Comet Lake). VPMADDUBSW (unsigned
@@ -13,14 +14,6 @@
 // so each activation block is loaded once for them, and their sums are
 // reduced together (VHADDPS) into one 4-float update of y.
 // See docs/PERFORMANCE.md ("Kernels", "Decode stream").
-
-#define HSUM8(y, x, xt) \
-	VEXTRACTF128 $1, y, xt; \
-	VADDPS       xt, x, x;  \
-	VPERMILPS    $0x4e, x, xt; \
-	VADDPS       xt, x, x;  \
-	VPERMILPS    $0xb1, x, xt; \
-	VADDSS       xt, x, x
 
 // RED4 adds the horizontal sums of Y0..Y3 (rows 0..3) into y[0:4] at R9.
 #define RED4 \

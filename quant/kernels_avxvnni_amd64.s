@@ -1,6 +1,7 @@
 //go:build !noasm
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // AVX-VNNI kernels (VEX-encoded VPDPBUSD on 256-bit registers) for CPUs
 // with AVX-VNNI but not AVX-512 VNNI. The Go assembler encodes VPDPBUSD
@@ -12,14 +13,6 @@
 // VEX.256.66.0F38.W0 50 /r: C4 E2 (W=0 vvvv=~u L=1 pp=01) 50 ModRM(11 acc s).
 #define VPDPBUSDY(acc, u, s) \
 	BYTE $0xc4; BYTE $0xe2; BYTE $(((15-(u))<<3)|5); BYTE $0x50; BYTE $(0xc0|((acc)<<3)|(s))
-
-#define HSUM8(y, x, xt) \
-	VEXTRACTF128 $1, y, xt; \
-	VADDPS       xt, x, x;  \
-	VPERMILPS    $0x4e, x, xt; \
-	VADDPS       xt, x, x;  \
-	VPERMILPS    $0xb1, x, xt; \
-	VADDSS       xt, x, x
 
 DATA idx2x4<>+0(SB)/4, $0
 DATA idx2x4<>+4(SB)/4, $0
