@@ -149,7 +149,7 @@ func level(endpoint string, body func() []byte, clients, requests int) (Level, e
 	var firstErr error
 	var wg sync.WaitGroup
 	start := make(chan struct{}) // the clients start together
-	t0 := time.Now()
+	var t0 time.Time             // the level's start, set as start closes
 	for range clients {
 		wg.Add(1)
 		go func() {
