@@ -1,6 +1,9 @@
 package runtime
 
-import "github.com/cflow-dev/cflow/quant"
+import (
+	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/quant"
+)
 
 // matvecLanes runs plan p for every column in ls (each waiting on p with
 // its own prepared activation and outputs, cleared by the column) in one walk over p's stripes:
@@ -40,11 +43,16 @@ func (e *Engine) matvecLanes(p *matPlan, ls []*lane) {
 	}
 	e.pool.run(len(p.stripes)*nc, func(i int) {
 		s := &p.stripes[i/nc]
+		var next []*cflowfmt.MappedTile
+		if i%nc == nc-1 {
+			next = stripeAhead(p.stripes, i/nc)
+		}
 		j0 := i % nc * chunk
 		j1 := min(j0+chunk, B)
 		ys := e.batchYs[i*chunk : i*chunk+j1-j0 : i*chunk+j1-j0]
 		row := -1
-		for _, t := range s.tiles {
+		for k, t := range s.tiles {
+			tileAhead(s.tiles, k, next)
 			if hook != nil {
 				hook(t.Offset, t.Matrix)
 			}

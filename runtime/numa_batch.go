@@ -47,6 +47,7 @@ func (e *Engine) numaMatvecLanes(p *matPlan, ls []*lane) {
 		bs, yb := st.batchScratch[g], st.batchYs[g]
 		st.jobs[g] = e.pool.groups[g].post(len(ss), func(i int) {
 			s := &ss[i]
+			next := stripeAhead(ss, i)
 			ys := yb[2*i*B : (2*i+1)*B : (2*i+1)*B]
 			// Each column's view of the stripe's rows: its output, or its
 			// scratch for a partial stripe (cleared: numaMatvec's clear).
@@ -60,7 +61,8 @@ func (e *Engine) numaMatvecLanes(p *matPlan, ls []*lane) {
 					views[j] = ln.req.outs[s.out][s.row : s.row+s.rows]
 				}
 			}
-			for _, t := range s.tiles {
+			for k, t := range s.tiles {
+				tileAhead(s.tiles, k, next)
 				if hook != nil {
 					hook(t.Offset, t.Matrix)
 				}

@@ -18,9 +18,11 @@ func (e *Engine) numaMatvec(p *matPlan, a *actVec, outs [][]float32) {
 		}
 		st.jobs[g] = e.pool.groups[g].post(len(ss), func(i int) {
 			s := &ss[i]
+			next := stripeAhead(ss, i)
 			y := buf[s.out][s.row : s.row+s.rows]
 			clear(y)
-			for _, t := range s.tiles {
+			for k, t := range s.tiles {
+				tileAhead(s.tiles, k, next)
 				if hook != nil {
 					hook(t.Offset, t.Matrix)
 				}
