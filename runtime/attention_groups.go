@@ -50,54 +50,79 @@ func (e *Engine) headGroups(c *kvCache, lp *layerPlan, q, att []float32, n, star
 	}
 	qpi := headsPerGroup(H, G, minItems)
 	items := H / qpi
-	scale := float32(e.attnScale(hd))
-	b0, nb := start/kvBlock, (n+kvBlock-1)/kvBlock
-	span := nb * kvBlock
+	nb := (n + kvBlock - 1) / kvBlock
 	for len(b.headGroups) < items {
 		b.headGroups = append(b.headGroups, groupScratch{})
 	}
-	k := e.kernel
-	e.parallel(items, Hkv, func(it int) {
-		j0 := it * qpi // first query head; all qpi share KV head j0/G
-		kvh := j0 / G
-		gs := &b.headGroups[it]
-		if cap(gs.scores) < qpi*span {
-			gs.scores = make([]float32, qpi*span, 2*qpi*span)
-			gs.probs = make([]float32, qpi*span, 2*qpi*span)
+	*e.gj = groupsJob{e: e, c: c, q: q, att: att, n: n, start: start, G: G, qpi: qpi, hd: hd,
+		b0: start / kvBlock, nb: nb, span: nb * kvBlock, scale: float32(e.attnScale(hd)), item: e.gj.item}
+	e.parallel(items, Hkv, e.gj.item)
+	e.gj.c, e.gj.q, e.gj.att = nil, nil, nil
+}
+
+// groupsJob holds the operands of the attention loop an engine (or a
+// batch column's view of it) is running; item, bound once when the engine
+// or column is built, is the loop body over them, so a decode step's
+// attention allocates no closure.
+type groupsJob struct {
+	e                                  *Engine
+	c                                  *kvCache
+	q, att                             []float32
+	n, start, G, qpi, hd, b0, nb, span int
+	scale                              float32
+	item                               func(it int)
+}
+
+func newGroupsJob(e *Engine) *groupsJob {
+	j := &groupsJob{e: e}
+	j.item = j.run
+	return j
+}
+
+// run is item it of headGroups: qpi query heads of one KV head.
+func (j *groupsJob) run(it int) {
+	b, k := &j.e.bf, j.e.kernel
+	c, q, att, n, start := j.c, j.q, j.att, j.n, j.start
+	G, qpi, hd, b0, nb, span, scale := j.G, j.qpi, j.hd, j.b0, j.nb, j.span, j.scale
+	j0 := it * qpi // first query head; all qpi share KV head j0/G
+	kvh := j0 / G
+	gs := &b.headGroups[it]
+	if cap(gs.scores) < qpi*span {
+		gs.scores = make([]float32, qpi*span, 2*qpi*span)
+		gs.probs = make([]float32, qpi*span, 2*qpi*span)
+	}
+	sc, p := gs.scores[:qpi*span], gs.probs[:qpi*span]
+	for g := range qpi {
+		clear(sc[g*span+b0*kvBlock : g*span+n])
+	}
+	for blk := b0; blk < nb; blk++ {
+		lo := blk * kvBlock
+		rows := min(n, lo+kvBlock) - lo
+		k.DotF32Rows(c.k[blk][kvh*kvBlock*hd:], rows, hd, hd, q[j0*hd:], hd, qpi, sc[lo:], span)
+	}
+	var inv [maxHeadsPerGroup]float32
+	for g := range qpi {
+		sg, pg := sc[g*span:(g+1)*span], p[g*span:(g+1)*span]
+		clear(pg[b0*kvBlock : start])
+		// max and e^(s·scale − max), as in headsEach.
+		quant.ExpScores(sg[start:n], scale, pg[start:n])
+		var sum float64
+		for _, v := range pg[start:n] {
+			sum += float64(v)
 		}
-		sc, p := gs.scores[:qpi*span], gs.probs[:qpi*span]
-		for g := range qpi {
-			clear(sc[g*span+b0*kvBlock : g*span+n])
+		clear(pg[n:span])
+		inv[g] = float32(1 / sum)
+	}
+	oh := att[j0*hd : (j0+qpi)*hd]
+	clear(oh)
+	for blk := b0; blk < nb; blk++ {
+		lo := blk * kvBlock
+		cols := min(kvBlock, (n-lo+7)&^7)
+		k.DotF32Rows(c.v[blk][kvh*hd*kvBlock:], hd, cols, kvBlock, p[lo:], span, qpi, oh, hd)
+	}
+	for g := range qpi {
+		for i := range oh[g*hd : (g+1)*hd] {
+			oh[g*hd+i] *= inv[g]
 		}
-		for blk := b0; blk < nb; blk++ {
-			lo := blk * kvBlock
-			rows := min(n, lo+kvBlock) - lo
-			k.DotF32Rows(c.k[blk][kvh*kvBlock*hd:], rows, hd, hd, q[j0*hd:], hd, qpi, sc[lo:], span)
-		}
-		var inv [maxHeadsPerGroup]float32
-		for g := range qpi {
-			sg, pg := sc[g*span:(g+1)*span], p[g*span:(g+1)*span]
-			clear(pg[b0*kvBlock : start])
-			// max and e^(s·scale − max), as in headsEach.
-			quant.ExpScores(sg[start:n], scale, pg[start:n])
-			var sum float64
-			for _, v := range pg[start:n] {
-				sum += float64(v)
-			}
-			clear(pg[n:span])
-			inv[g] = float32(1 / sum)
-		}
-		oh := att[j0*hd : (j0+qpi)*hd]
-		clear(oh)
-		for blk := b0; blk < nb; blk++ {
-			lo := blk * kvBlock
-			cols := min(kvBlock, (n-lo+7)&^7)
-			k.DotF32Rows(c.v[blk][kvh*hd*kvBlock:], hd, cols, kvBlock, p[lo:], span, qpi, oh, hd)
-		}
-		for g := range qpi {
-			for i := range oh[g*hd : (g+1)*hd] {
-				oh[g*hd+i] *= inv[g]
-			}
-		}
-	})
+	}
 }

@@ -81,6 +81,7 @@ type lane struct {
 	out     []float32
 	err     error
 	req     request
+	outs    [][]float32 // req.outs's storage, reused by every request
 	yield   func(struct{}) bool
 	next    func() (struct{}, bool)
 	stop    func()
@@ -97,6 +98,8 @@ func (e *Engine) newLane() *lane {
 	ln.scratch = v.seq
 	v.seq = seq{}
 	v.ln = ln
+	// The column's own loop operands: columns run their heads concurrently.
+	v.mv, v.gj = newMatvecJob(), newGroupsJob(v)
 	return ln
 }
 

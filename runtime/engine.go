@@ -78,6 +78,8 @@ type Engine struct {
 	lm     *matPlan
 	embed  []stripe // embedding stripes sorted by first row
 	pool   *pool
+	mv     *matvecJob // the running matvec's operands (matvec.go)
+	gj     *groupsJob // the running attention loop's (attention_groups.go)
 	kernel *quant.Kernel
 
 	seq seq // the sequence Step advances
@@ -150,10 +152,11 @@ func New(m *cflowfmt.Model, opt Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{m: m, h: h, d: int(h.HiddenSize), steps: steps, iters: max(1, iters), kernel: opt.Kernel}
+	e := &Engine{m: m, h: h, d: int(h.HiddenSize), steps: steps, iters: max(1, iters), kernel: opt.Kernel, mv: newMatvecJob()}
 	if e.kernel == nil {
 		e.kernel = quant.DefaultKernel()
 	}
+	e.gj = newGroupsJob(e)
 	e.eps = m.Meta.F32(cflowfmt.KeyRMSEps, 1e-6)
 	if e.fx, err = loadFeatures(m); err != nil {
 		return nil, err

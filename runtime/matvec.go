@@ -112,7 +112,9 @@ func (p *matPlan) covers() bool {
 }
 
 // matvec computes every output of plan p from one prepared activation,
-// splitting stripes across the pool. outs are zeroed first.
+// splitting stripes across the pool. outs are zeroed first. Its operands
+// are copied into the engine's matvecJob, so a decode step's ~90 matvecs
+// allocate neither a closure nor their variadic outs.
 func (e *Engine) matvec(p *matPlan, a *actVec, outs ...[]float32) {
 	if ln := e.ln; ln != nil {
 		// A batch column: the driver runs p for every column at once
@@ -121,26 +123,62 @@ func (e *Engine) matvec(p *matPlan, a *actVec, outs ...[]float32) {
 		for _, o := range outs {
 			clear(o)
 		}
-		ln.req = request{p: p, a: a, outs: outs}
+		ln.outs = append(ln.outs[:0], outs...)
+		ln.req = request{p: p, a: a, outs: ln.outs}
 		ln.wait()
 		return
 	}
+	j := e.mv
+	j.p, j.a, j.hook = p, a, e.readHook
+	j.outs = append(j.outs[:0], outs...)
+	defer j.reset()
 	if e.numa != nil {
-		e.numaMatvec(p, a, outs)
+		e.numaMatvec(p, a, j.outs)
 		return
 	}
 	for _, o := range outs {
 		clear(o)
 	}
-	hook := e.readHook
-	e.pool.run(len(p.stripes), func(i int) {
-		s := &p.stripes[i]
-		y := outs[s.out]
-		for _, t := range s.tiles {
-			if hook != nil {
-				hook(t.Offset, t.Matrix)
-			}
-			dotTile(&t.Tile, a, int(t.ColOffset), y[t.RowOffset:])
+	e.pool.run(len(p.stripes), j.item)
+}
+
+// matvecJob holds the operands of the matvec an engine is running (one at
+// a time); item, bound once when the engine is built, is the pool's loop
+// body over them, so posting a matvec allocates nothing.
+type matvecJob struct {
+	p    *matPlan
+	a    *actVec
+	outs [][]float32
+	hook func(off int64, m cflowfmt.MatrixID)
+	item func(i int)
+}
+
+func newMatvecJob() *matvecJob {
+	j := &matvecJob{}
+	j.item = j.stripe
+	return j
+}
+
+// reset drops the finished matvec's operands, so the job keeps no output
+// or activation alive.
+func (j *matvecJob) reset() {
+	clear(j.outs)
+	j.outs = j.outs[:0]
+	j.p, j.a, j.hook = nil, nil, nil
+}
+
+// stripe computes stripe i of the running matvec, asking for the metadata
+// of the tiles ahead as it goes (prefetch.go).
+func (j *matvecJob) stripe(i int) {
+	p, hook := j.p, j.hook
+	s := &p.stripes[i]
+	next := stripeAhead(p.stripes, i)
+	y := j.outs[s.out]
+	for k, t := range s.tiles {
+		tileAhead(s.tiles, k, next)
+		if hook != nil {
+			hook(t.Offset, t.Matrix)
 		}
-	})
+		dotTile(&t.Tile, j.a, int(t.ColOffset), y[t.RowOffset:])
+	}
 }

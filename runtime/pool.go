@@ -69,7 +69,8 @@ func (j *job) workItems() (faulted bool) {
 			if !cflowfmt.IsFault(r) {
 				panic(r)
 			}
-			j.fault.CompareAndSwap(nil, &r)
+			f := r // only a fault's value goes to the heap, not every call's
+			j.fault.CompareAndSwap(nil, &f)
 			done++
 			faulted = true
 		}
