@@ -176,8 +176,10 @@ func columns4(xs []*Vec, col int, ys [][]float32, j int) (xp, yp [4]*float32) {
 }
 
 // q4avx2i8x4 adds one Q4_0 tile times four int8 activation columns into
-// their outputs (batch_avx2i8_amd64.s): each row's nibbles are split once
-// for the four columns. q8avx2i8x4 is the Q8_0 version; it reads each
+// their outputs (batch_avx2i8_amd64.s): each block of four rows is mixed and
+// split into nibbles once for the four columns, and each column's sums go
+// through q4avx2i8's arithmetic (q4rows_amd64.h). q8avx2i8x4 is the Q8_0
+// version; it reads each
 // column's natural-order int8 values (Vec.q8) through the xl field and
 // ignores xh and c4.
 //
@@ -188,18 +190,12 @@ func q4avx2i8x4(sc, data *byte, rows, groups int, cols *[4]vnniCol)
 func q8avx2i8x4(sc, data *byte, rows, groups int, cols *[4]vnniCol)
 
 // dotQ4AVX2I8Batch is the avx2i8 path's DotBatch for Q4_0: four columns at
-// a time, the last B mod 4 through the single-column kernel. The
-// four-column kernel applies the bias in float (see foldBias), so a tile
-// with pad nibbles goes through the single-column kernel column by column.
+// a time, the last B mod 4 through the single-column kernel. Both kernels
+// run each column through the same arithmetic (q4rows_amd64.h), so every
+// tile shape, pad nibbles included, gives Dot's bits.
 func dotQ4AVX2I8Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {
 	g, g0 := Groups(t.Cols), col/GroupSize
 	j := 0
-	if foldBias(t) == 0 {
-		j = len(xs) &^ 3
-		for i := range j {
-			dotQ4AVX2I8(t, xs[i], col, ys[i])
-		}
-	}
 	for ; j+4 <= len(xs); j += 4 {
 		var cs [4]vnniCol
 		for i := range cs {

@@ -1,29 +1,14 @@
 //go:build !noasm
 
 #include "textflag.h"
+#include "q4rows_amd64.h"
 
 // Multi-column kernels of the avx2i8 path for DotBatch: one tile against
-// four int8 activation columns, a row at a time. Each row's weights are
-// unpacked once (Q4: the nibble split; Q8: their magnitudes) for the four
-// columns. At entry each column's activation block (its int8 views and
-// scales for the tile's eight possible groups, Vec padding included) is
-// copied into the frame, so the inner loop addresses all four columns off
-// SP and one offset register instead of twelve pointers.
-
-// Frame (q4avx2i8x4): the full-row loop's four column tables at the
-// first 32-byte aligned address from 0 (R13; within bytes 0–159), the
-// short rows' own scales at 160 (lanes ≥ groups stay 0); column c's xl,
-// xh, c4 and dx at 192 + c·416 (+0, +128, +256, +384); its dx in even/odd group order (see
-// kernels_avx2i8_amd64.s, f16perm) at 1856 + c·32, and its per-group bias
-// sums (c4's four lanes added, as floats, same order) at 1984 + c·32; the
-// row sums, four floats (columns 0..3) per row, at 2112 (up to 128 rows).
-#define Q4XL(c) (192+(c)*416)
-#define Q4XH(c) (192+(c)*416+128)
-#define Q4C4(c) (192+(c)*416+256)
-#define Q4DX(c) (192+(c)*416+384)
-#define Q4TDX(c) (1856+(c)*32)
-#define Q4CF(c) (1984+(c)*32)
-#define Q4ROWS 2112
+// four int8 activation columns. Each weight is loaded (and for Q4 mixed
+// and split into nibbles; for Q8 its magnitude taken) once for the four.
+// At entry each column's activation block is copied (Q4: in the permuted
+// layout q4rows_amd64.h describes) into the frame, so the inner loop
+// addresses all four columns off SP instead of through twelve pointers.
 
 // COPY4 copies 128 bytes from src (clobbering Y0..Y3) to off(SP).
 #define COPY4(src, off) \
@@ -35,19 +20,6 @@
 	VMOVDQU Y1, off+32(SP); \
 	VMOVDQU Y2, off+64(SP); \
 	VMOVDQU Y3, off+96(SP)
-
-// Q4COLIN copies column c's activation block (cols[c] at BX, vnniCol:
-// xl, xh, c4, dx, y at +0..+32).
-#define Q4COLIN(c) \
-	MOVQ    ((c)*40)(BX), AX;    \
-	COPY4(AX, Q4XL(c));          \
-	MOVQ    ((c)*40+8)(BX), AX;  \
-	COPY4(AX, Q4XH(c));          \
-	MOVQ    ((c)*40+16)(BX), AX; \
-	COPY4(AX, Q4C4(c));          \
-	MOVQ    ((c)*40+24)(BX), AX; \
-	VMOVUPS (AX), Y0;            \
-	VMOVUPS Y0, Q4DX(c)(SP)
 
 // ROWDW puts the row's f16 scales at SI, as floats, into Y6: one 16-byte
 // load while it cannot pass the scale array's end (rows left CX · 2G ≥ 16
@@ -164,128 +136,6 @@ l1: \
 	DECQ    CX;           \
 	JMP     l1
 
-// Q4COLT adds the unpacked group pair p (Y4 low, Y5 high nibbles) times
-// column c's activation pair into acc, scaled from the column's even/odd
-// table t by an in-lane VPERMILPS; the −8·Σx bias is left out (the row
-// adds it once per column).
-#define Q4COLT(c, p, t, acc) \
-	VPMADDUBSW  (Q4XL(c)+32*(p))(SP), Y4, Y8; \
-	VPMADDUBSW  (Q4XH(c)+32*(p))(SP), Y5, Y9; \
-	VPADDW      Y9, Y8, Y8;                   \
-	VPMADDWD    Y14, Y8, Y8;                  \
-	VCVTDQ2PS   Y8, Y8;                       \
-	VPERMILPS   $(0x55*(p)), t, Y9;           \
-	VFMADD231PS Y9, Y8, acc
-
-// Q4BIAS stores column c's per-group bias sums: three VPHADDD of its c4
-// block (groups 0,1 | 2,3 | 4,5 | 6,7) leave them in even/odd order.
-#define Q4BIAS(c) \
-	VMOVDQU   Q4C4(c)(SP), Y0;      \
-	VPHADDD   (Q4C4(c)+32)(SP), Y0, Y0; \
-	VMOVDQU   (Q4C4(c)+64)(SP), Y1; \
-	VPHADDD   (Q4C4(c)+96)(SP), Y1, Y1; \
-	VPHADDD   Y1, Y0, Y0;           \
-	VCVTDQ2PS Y0, Y0;               \
-	VMOVUPS   Y0, Q4CF(c)(SP)
-
-// Q4PAIRT runs group pair p of a full row against the four columns.
-#define Q4PAIRT(p) \
-	VMOVDQU (32*(p))(DI), Y4;  \
-	VPSRLW  $4, Y4, Y5;        \
-	VPAND   Y15, Y4, Y4;       \
-	VPAND   Y15, Y5, Y5;       \
-	Q4COLT(0, p, Y6, Y0);      \
-	Q4COLT(1, p, Y7, Y1);      \
-	Q4COLT(2, p, Y10, Y2);     \
-	Q4COLT(3, p, Y11, Y3)
-
-// Q4HALFT is Q4PAIRT for a row's lone last group (an odd group count):
-// a 16-byte load zeroes the upper lanes, whose table lanes are zero too.
-#define Q4HALFT(p) \
-	VMOVDQU (32*(p))(DI), X4;  \
-	VPSRLW  $4, Y4, Y5;        \
-	VPAND   Y15, Y4, Y4;       \
-	VPAND   Y15, Y5, Y5;       \
-	Q4COLT(0, p, Y6, Y0);      \
-	Q4COLT(1, p, Y7, Y1);      \
-	Q4COLT(2, p, Y10, Y2);     \
-	Q4COLT(3, p, Y11, Y3)
-
-// Q4ROWTAB puts the full row's four column tables (its scales, in
-// even/odd group order by f16perm4 before the conversion, times each
-// column's activation scales) at 0..127(R13). Clobbers Y12, Y13.
-#define Q4ROWTAB \
-	PREFETCHT0 (X4PFD)(DI);             \
-	PREFETCHT0 (X4PFD+64)(DI);          \
-	PREFETCHT0 (X4PFD/8)(SI);           \
-	VMOVDQU   (SI), X12;                \
-	VPSHUFB   f16perm4<>(SB), X12, X12; \
-	VCVTPH2PS X12, Y12;                 \
-	VMULPS    Q4TDX(0)(SP), Y12, Y13;   \
-	VMOVUPS   Y13, (R13);               \
-	VMULPS    Q4TDX(1)(SP), Y12, Y13;   \
-	VMOVUPS   Y13, 32(R13);             \
-	VMULPS    Q4TDX(2)(SP), Y12, Y13;   \
-	VMOVUPS   Y13, 64(R13);             \
-	VMULPS    Q4TDX(3)(SP), Y12, Y13;   \
-	VMOVUPS   Y13, 96(R13)
-
-// Q4COLM is Q4COLT with column c's table at c·32(R13).
-#define Q4COLM(c, p, acc) \
-	VPMADDUBSW  (Q4XL(c)+32*(p))(SP), Y4, Y8; \
-	VPMADDUBSW  (Q4XH(c)+32*(p))(SP), Y5, Y9; \
-	VPADDW      Y9, Y8, Y8;                   \
-	VPMADDWD    Y14, Y8, Y8;                  \
-	VCVTDQ2PS   Y8, Y8;                       \
-	VPERMILPS   $(0x55*(p)), (32*(c))(R13), Y9; \
-	VFMADD231PS Y9, Y8, acc
-
-// Q4PAIRM runs group pair p of a full row against the four columns into
-// accumulators a0..a3.
-#define Q4PAIRM(p, a0, a1, a2, a3) \
-	VMOVDQU (32*(p))(DI), Y4; \
-	VPSRLW  $4, Y4, Y5;       \
-	VPAND   Y15, Y4, Y4;      \
-	VPAND   Y15, Y5, Y5;      \
-	Q4COLM(0, p, a0);         \
-	Q4COLM(1, p, a1);         \
-	Q4COLM(2, p, a2);         \
-	Q4COLM(3, p, a3)
-
-// Q4BIASM adds each column's bias (table · bias sums) into a0..a3.
-#define Q4BIASM(a0, a1, a2, a3) \
-	VMOVUPS     (R13), Y9;              \
-	VFMADD231PS Q4CF(0)(SP), Y9, a0;    \
-	VMOVUPS     32(R13), Y9;            \
-	VFMADD231PS Q4CF(1)(SP), Y9, a1;    \
-	VMOVUPS     64(R13), Y9;            \
-	VFMADD231PS Q4CF(2)(SP), Y9, a2;    \
-	VMOVUPS     96(R13), Y9;            \
-	VFMADD231PS Q4CF(3)(SP), Y9, a3
-
-// SUMLV1..3 are SUM4 in place, in three parts, for the previous row (its
-// sums to the row slot before R9): VSHUFPS $0x88 / $0xdd then an add is
-// VHADDPS lane for lane (the same pairs added; an add's operand order
-// does not change its result), and the levels pair lanes as SUM4 does.
-// Clobber Y12, Y13 and the accumulators.
-#define SUMLV1(a0, a1, a2, a3) \
-	VSHUFPS $0x88, a1, a0, Y12; \
-	VSHUFPS $0xdd, a1, a0, a0;  \
-	VADDPS  a0, Y12, a0;        \
-	VSHUFPS $0x88, a3, a2, Y13; \
-	VSHUFPS $0xdd, a3, a2, a2;  \
-	VADDPS  a2, Y13, a2
-
-#define SUMLV2(a0, a2) \
-	VSHUFPS $0x88, a2, a0, Y12; \
-	VSHUFPS $0xdd, a2, a0, a0;  \
-	VADDPS  a0, Y12, a0
-
-#define SUMLV3(a0, x0) \
-	VEXTRACTF128 $1, a0, X12; \
-	VADDPS       X12, x0, x0; \
-	VMOVUPS      x0, (Q4ROWS-16)(SP)(R9*4)
-
 // X4PFD is how far ahead of the row both four-column kernels prefetch
 // their data stream into L1 (the scale stream X4PFD/8 ahead for Q4,
 // X4PFD/16 for Q8: the same distance in tiles), as the single-column
@@ -297,214 +147,226 @@ l1: \
 
 // func q4avx2i8x4(sc, data *byte, rows, groups int, cols *[4]vnniCol)
 //
-// A row at a time (full rows: the pipelined loop after the entry code,
-// q4x4fb; other rows: q4x4row): each column's table (the row's scales
-// times the column's activation scales, even/odd group order) in Y6, Y7,
-// Y10, Y11;
-// the group pairs unrolled (the in-lane VPERMILPS takes its pair as an
-// immediate), a short row leaving after its last pair. The Q4 bias enters
-// per row and column as table · (Σ of each group's c4 lanes), one FMA
-// instead of an integer add per group pair; the products stay exact
-// integers until the scale multiply either way. Table lanes past the
-// row's groups are zero, so the activation's next groups (read by the
-// 32-byte loads) contribute nothing.
-TEXT ·q4avx2i8x4(SB), $4160-40
+// q4avx2i8's blocks of four rows (q4rows_amd64.h) against four columns:
+// each block's group pairs are loaded and mixed into the Latin-square
+// vectors once (Q4BUILD) for the four columns, and each column's sums go
+// through the same instructions as in the single-column kernel, so every
+// column gets Dot's bits for every tile shape. The last rows mod 4 run
+// one at a time as blocks of one row repeated (stride 0), keeping lane 0.
+//
+// Frame: column c's block (Q4COLPREP) at c·1280; its tables for the
+// current block at 5120 + c·128; 64 bytes of scale slots at 5632.
+#define X4T(c) (5120+(c)*128)
+#define X4SLOT 5632
+
+// X4PAIR runs group pair p of the block against the four columns (the
+// first pair starts the accumulators); w0..w3 as in Q4BUILD.
+#define X4PAIR(p, w0, w1, w2, w3, ACC) \
+	Q4BUILD(p, w0, w1, w2, w3);      \
+	Q4SUM(0, p);                     \
+	ACC(X4T(0)+32*(p), Y0);          \
+	Q4SUM(1280, p);                  \
+	ACC(X4T(1)+32*(p), Y1);          \
+	Q4SUM(2560, p);                  \
+	ACC(X4T(2)+32*(p), Y2);          \
+	Q4SUM(3840, p);                  \
+	ACC(X4T(3)+32*(p), Y3)
+
+// X4TABS writes the four columns' tables from the block's row scales
+// (Y4..Y7, Q4SCALES).
+#define X4TABS \
+	Q4TAB(0, X4T(0));    \
+	Q4TAB(1280, X4T(1)); \
+	Q4TAB(2560, X4T(2)); \
+	Q4TAB(3840, X4T(3))
+
+// X4OUT4 adds column c's four row sums (acc, its low half x) into its y
+// (pointer at c·40+32(BX)) at row offset R9; X4OUT1 only lane 0.
+#define X4OUT4(c, acc, x) \
+	Q4HALVES(acc, x);               \
+	MOVQ    ((c)*40+32)(BX), R14;   \
+	VADDPS  (R14)(R9*1), x, x;      \
+	VMOVUPS x, (R14)(R9*1)
+
+#define X4OUT1(c, acc, x) \
+	Q4HALVES(acc, x);               \
+	MOVQ    ((c)*40+32)(BX), R14;   \
+	VADDSS  (R14)(R9*1), x, x;      \
+	VMOVSS  x, (R14)(R9*1)
+
+// X4COLPREP fills column c's block from cols[c] (at BX; vnniCol: xl, xh,
+// c4, dx, y at +0..+32).
+#define X4COLPREP(c) \
+	MOVQ ((c)*40)(BX), AX;    \
+	MOVQ ((c)*40+8)(BX), DX;  \
+	MOVQ ((c)*40+16)(BX), R10; \
+	MOVQ ((c)*40+24)(BX), R11; \
+	Q4COLPREP((c)*1280, AX, DX, R10, R11)
+
+TEXT ·q4avx2i8x4(SB), $5696-40
 	MOVQ         sc+0(FP), SI
 	MOVQ         data+8(FP), DI
 	MOVQ         rows+16(FP), CX
 	MOVQ         groups+24(FP), R8
 	MOVQ         cols+32(FP), BX
-	Q4COLIN(0)
-	Q4COLIN(1)
-	Q4COLIN(2)
-	Q4COLIN(3)
+	X4COLPREP(0)
+	X4COLPREP(1)
+	X4COLPREP(2)
+	X4COLPREP(3)
 	MOVL         $0x0f0f0f0f, AX
 	VMOVD        AX, X15
 	VPBROADCASTD X15, Y15
-	MOVL         $0x00010001, AX
-	VMOVD        AX, X14
-	VPBROADCASTD X14, Y14
-	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, 160(SP)
-	MOVQ         R8, R10
-	SHLQ         $4, R10           // a row's nibble bytes
+	VPXOR        Y12, Y12, Y12
+	VMOVDQU      Y12, X4SLOT(SP)
+	VMOVDQU      Y12, (X4SLOT+32)(SP)
 	XORQ         R9, R9
-	Q4BIAS(0)
-	Q4BIAS(1)
-	Q4BIAS(2)
-	Q4BIAS(3)
-	VMOVDQU      f32perm4<>(SB), Y13
-	VPERMPS      Q4DX(0)(SP), Y13, Y12
-	VMOVUPS      Y12, Q4TDX(0)(SP)
-	VPERMPS      Q4DX(1)(SP), Y13, Y12
-	VMOVUPS      Y12, Q4TDX(1)(SP)
-	VPERMPS      Q4DX(2)(SP), Y13, Y12
-	VMOVUPS      Y12, Q4TDX(2)(SP)
-	VPERMPS      Q4DX(3)(SP), Y13, Y12
-	VMOVUPS      Y12, Q4TDX(3)(SP)
+	MOVQ         R8, R12
+	SHLQ         $4, R12              // a row's nibble bytes
+	LEAQ         (R8)(R8*1), R13      // a row's scale bytes
+	LEAQ         sc16mask4<>+16(SB), R15
+	SUBQ         R13, R15             // keeps a row's G scales
+	MOVQ         R12, R10
+	LEAQ         (R12)(R12*2), R11
+	CMPQ         R8, $8
+	JNE          q4x4gen
+	CMPQ         CX, $4
+	JLT          q4x4gen
 
-	CMPQ      R8, $8
-	JNE       q4x4row
-
-	// Full rows (8 groups, every row of a full tile), software-pipelined:
-	// rows alternate between two accumulator sets (Y0–Y3, Y6/Y7/Y10/Y11),
-	// and a row's reduction (SUMLV1–3) runs spread over the next row's
-	// pairs instead of at its own end, where its chain of dependent
-	// shuffles and adds left the units idle. The columns' tables go to an
-	// aligned frame slot (R13) and are spread by VPERMILPS from memory,
-	// which frees the registers of the second set.
-	LEAQ      31(SP), R13
-	ANDQ      $~31, R13
-	Q4ROWTAB
-	VXORPS    Y0, Y0, Y0
-	VXORPS    Y1, Y1, Y1
-	VXORPS    Y2, Y2, Y2
-	VXORPS    Y3, Y3, Y3
-	Q4PAIRM(0, Y0, Y1, Y2, Y3)
-	Q4PAIRM(1, Y0, Y1, Y2, Y3)
-	Q4PAIRM(2, Y0, Y1, Y2, Y3)
-	Q4PAIRM(3, Y0, Y1, Y2, Y3)
-	Q4BIASM(Y0, Y1, Y2, Y3)
-	ADDQ      $128, DI
-	ADDQ      $16, SI
-	ADDQ      $4, R9
-	DECQ      CX
-	JZ        q4x4fa
-
-q4x4fb:
-	Q4ROWTAB
-	VXORPS    Y6, Y6, Y6
-	VXORPS    Y7, Y7, Y7
-	VXORPS    Y10, Y10, Y10
-	VXORPS    Y11, Y11, Y11
-	Q4PAIRM(0, Y6, Y7, Y10, Y11)
-	Q4PAIRM(1, Y6, Y7, Y10, Y11)
-	SUMLV1(Y0, Y1, Y2, Y3)
-	Q4PAIRM(2, Y6, Y7, Y10, Y11)
-	SUMLV2(Y0, Y2)
-	Q4PAIRM(3, Y6, Y7, Y10, Y11)
-	SUMLV3(Y0, X0)
-	Q4BIASM(Y6, Y7, Y10, Y11)
-	ADDQ      $128, DI
-	ADDQ      $16, SI
-	ADDQ      $4, R9
-	DECQ      CX
-	JZ        q4x4fbz
-	Q4ROWTAB
-	VXORPS    Y0, Y0, Y0
-	VXORPS    Y1, Y1, Y1
-	VXORPS    Y2, Y2, Y2
-	VXORPS    Y3, Y3, Y3
-	Q4PAIRM(0, Y0, Y1, Y2, Y3)
-	Q4PAIRM(1, Y0, Y1, Y2, Y3)
-	SUMLV1(Y6, Y7, Y10, Y11)
-	Q4PAIRM(2, Y0, Y1, Y2, Y3)
-	SUMLV2(Y6, Y10)
-	Q4PAIRM(3, Y0, Y1, Y2, Y3)
-	SUMLV3(Y6, X6)
-	Q4BIASM(Y0, Y1, Y2, Y3)
-	ADDQ      $128, DI
-	ADDQ      $16, SI
-	ADDQ      $4, R9
-	DECQ      CX
-	JNZ       q4x4fb
-
-q4x4fa:
-	SUMLV1(Y0, Y1, Y2, Y3)
-	SUMLV2(Y0, Y2)
-	SUMLV3(Y0, X0)
-	JMP       q4x4flush
-
-q4x4fbz:
-	SUMLV1(Y6, Y7, Y10, Y11)
-	SUMLV2(Y6, Y10)
-	SUMLV3(Y6, X6)
-	JMP       q4x4flush
-
-q4x4row:
-	PREFETCHT0 (X4PFD)(DI)
+q4x4full:
+	PREFETCHT0 (X4PFD+0)(DI)
 	PREFETCHT0 (X4PFD+64)(DI)
+	PREFETCHT0 (X4PFD+128)(DI)
+	PREFETCHT0 (X4PFD+192)(DI)
+	PREFETCHT0 (X4PFD+256)(DI)
+	PREFETCHT0 (X4PFD+320)(DI)
+	PREFETCHT0 (X4PFD+384)(DI)
+	PREFETCHT0 (X4PFD+448)(DI)
 	PREFETCHT0 (X4PFD/8)(SI)
-	ROWDW(q4x4dwp, q4x4dwe, q4x4dwd)
-	VPERMPS   Y6, Y13, Y12
-	VMULPS    Q4TDX(0)(SP), Y12, Y6
-	VMULPS    Q4TDX(1)(SP), Y12, Y7
-	VMULPS    Q4TDX(2)(SP), Y12, Y10
-	VMULPS    Q4TDX(3)(SP), Y12, Y11
-	VXORPS    Y0, Y0, Y0
-	VXORPS    Y1, Y1, Y1
-	VXORPS    Y2, Y2, Y2
-	VXORPS    Y3, Y3, Y3
-	CMPQ      R8, $2
-	JLT       q4x4h0
-	Q4PAIRT(0)
-	CMPQ      R8, $4
-	JLT       q4x4h1
-	Q4PAIRT(1)
-	CMPQ      R8, $6
-	JLT       q4x4h2
-	Q4PAIRT(2)
-	CMPQ      R8, $8
-	JLT       q4x4h3
-	Q4PAIRT(3)
-	JMP       q4x4bias
+	Q4SCALES((SI), 16(SI), 32(SI), 48(SI))
+	X4TABS
+	X4PAIR(0, Y4, Y6, Y8, Y10, Q4ACC0)
+	X4PAIR(1, Y4, Y6, Y8, Y10, Q4ACC)
+	X4PAIR(2, Y4, Y6, Y8, Y10, Q4ACC)
+	X4PAIR(3, Y4, Y6, Y8, Y10, Q4ACC)
+	X4OUT4(0, Y0, X0)
+	X4OUT4(1, Y1, X1)
+	X4OUT4(2, Y2, X2)
+	X4OUT4(3, Y3, X3)
+	ADDQ       $512, DI
+	ADDQ       $64, SI
+	ADDQ       $16, R9
+	SUBQ       $4, CX
+	CMPQ       CX, $4
+	JGE        q4x4full
 
-q4x4h0:
-	Q4HALFT(0)
-	JMP       q4x4bias
+q4x4gen:
+	TESTQ CX, CX
+	JZ    q4x4done
+	PREFETCHT0 (X4PFD+0)(DI)
+	PREFETCHT0 (X4PFD+64)(DI)
+	PREFETCHT0 (X4PFD+128)(DI)
+	PREFETCHT0 (X4PFD+192)(DI)
+	PREFETCHT0 (X4PFD+256)(DI)
+	PREFETCHT0 (X4PFD+320)(DI)
+	PREFETCHT0 (X4PFD+384)(DI)
+	PREFETCHT0 (X4PFD/8)(SI)
+	CMPQ  CX, $4
+	JLT   q4x4g1
 
-q4x4h1:
-	TESTQ     $1, R8
-	JZ        q4x4bias
-	Q4HALFT(1)
-	JMP       q4x4bias
+	// Four short rows: the scales as in q4avx2i8's general loop.
+	MOVQ    CX, AX
+	IMULQ   R13, AX
+	LEAQ    16(R13)(R13*2), DX
+	CMPQ    AX, DX
+	JLT     q4x4g4slow
+	LEAQ    (R13)(R13*2), DX
+	Q4SCALES((SI), (SI)(R13*1), (SI)(R13*2), (SI)(DX*1))
+	JMP     q4x4gtab
 
-q4x4h2:
-	TESTQ     $1, R8
-	JZ        q4x4bias
-	Q4HALFT(2)
-	JMP       q4x4bias
+q4x4g4slow:
+	Q4SCCOPY(4, X4SLOT, q4x4g4r, q4x4g4e)
+	MOVQ    R12, R10
+	LEAQ    (R12)(R12*2), R11
+	Q4SCALES(X4SLOT(SP), (X4SLOT+16)(SP), (X4SLOT+32)(SP), (X4SLOT+48)(SP))
+	JMP     q4x4gtab
 
-q4x4h3:
-	TESTQ     $1, R8
-	JZ        q4x4bias
-	Q4HALFT(3)
+q4x4g1:
+	Q4SCCOPY(1, X4SLOT, q4x4g1r, q4x4g1e)
+	XORQ    R10, R10
+	XORQ    R11, R11
+	Q4SCALES(X4SLOT(SP), X4SLOT(SP), X4SLOT(SP), X4SLOT(SP))
 
-q4x4bias:
-	VFMADD231PS Q4CF(0)(SP), Y6, Y0
-	VFMADD231PS Q4CF(1)(SP), Y7, Y1
-	VFMADD231PS Q4CF(2)(SP), Y10, Y2
-	VFMADD231PS Q4CF(3)(SP), Y11, Y3
-	SUM4
-	VMOVUPS   X8, Q4ROWS(SP)(R9*4)
-	ADDQ      R10, DI
-	LEAQ      (SI)(R8*2), SI
-	ADDQ      $4, R9
-	DECQ      CX
-	JNZ       q4x4row
+q4x4gtab:
+	X4TABS
+	CMPQ    R8, $2
+	JLT     q4x4gh0
+	X4PAIR(0, Y4, Y6, Y8, Y10, Q4ACC0)
+	CMPQ    R8, $4
+	JLT     q4x4gh1
+	X4PAIR(1, Y4, Y6, Y8, Y10, Q4ACC)
+	CMPQ    R8, $6
+	JLT     q4x4gh2
+	X4PAIR(2, Y4, Y6, Y8, Y10, Q4ACC)
+	CMPQ    R8, $8
+	JLT     q4x4gh3
+	X4PAIR(3, Y4, Y6, Y8, Y10, Q4ACC)
+	JMP     q4x4gend
 
-q4x4flush:
-	FLUSHROWS(Q4ROWS, q4x4flush4, q4x4flush1, q4x4done)
+q4x4gh0:
+	X4PAIR(0, X4, X6, X8, X10, Q4ACC0)
+	JMP     q4x4gend
+
+q4x4gh1:
+	TESTQ   $1, R8
+	JZ      q4x4gend
+	X4PAIR(1, X4, X6, X8, X10, Q4ACC)
+	JMP     q4x4gend
+
+q4x4gh2:
+	TESTQ   $1, R8
+	JZ      q4x4gend
+	X4PAIR(2, X4, X6, X8, X10, Q4ACC)
+	JMP     q4x4gend
+
+q4x4gh3:
+	TESTQ   $1, R8
+	JZ      q4x4gend
+	X4PAIR(3, X4, X6, X8, X10, Q4ACC)
+
+q4x4gend:
+	CMPQ    CX, $4
+	JLT     q4x4gend1
+	X4OUT4(0, Y0, X0)
+	X4OUT4(1, Y1, X1)
+	X4OUT4(2, Y2, X2)
+	X4OUT4(3, Y3, X3)
+	LEAQ    (DI)(R12*4), DI
+	LEAQ    (SI)(R13*4), SI
+	ADDQ    $16, R9
+	SUBQ    $4, CX
+	JMP     q4x4gen
+
+q4x4gend1:
+	X4OUT1(0, Y0, X0)
+	X4OUT1(1, Y1, X1)
+	X4OUT1(2, Y2, X2)
+	X4OUT1(3, Y3, X3)
+	ADDQ    R12, DI
+	ADDQ    R13, SI
+	ADDQ    $4, R9
+	DECQ    CX
+	JMP     q4x4gen
 
 q4x4done:
 	VZEROUPPER
 	RET
 
-// f32perm4 is kernels_avx2i8_amd64.s's f32perm.
-DATA f32perm4<>+0(SB)/4, $0
-DATA f32perm4<>+4(SB)/4, $2
-DATA f32perm4<>+8(SB)/4, $4
-DATA f32perm4<>+12(SB)/4, $6
-DATA f32perm4<>+16(SB)/4, $1
-DATA f32perm4<>+20(SB)/4, $3
-DATA f32perm4<>+24(SB)/4, $5
-DATA f32perm4<>+28(SB)/4, $7
-GLOBL f32perm4<>(SB), RODATA|NOPTR, $32
-
-// f16perm4 is kernels_avx2i8_amd64.s's f16perm.
-DATA f16perm4<>+0(SB)/8, $0x0d0c090805040100
-DATA f16perm4<>+8(SB)/8, $0x0f0e0b0a07060302
-GLOBL f16perm4<>(SB), RODATA|NOPTR, $16
+// q4ones: int16 ones for VPMADDWD (Q4SUM).
+DATA q4ones<>+0(SB)/8, $0x0001000100010001
+DATA q4ones<>+8(SB)/8, $0x0001000100010001
+DATA q4ones<>+16(SB)/8, $0x0001000100010001
+DATA q4ones<>+24(SB)/8, $0x0001000100010001
+GLOBL q4ones<>(SB), RODATA|NOPTR, $32
 
 // Frame (q8avx2i8x4): column c's row scales at c·32, the row's own at
 // 160, its x8 block and dx at 192 + c·288 (+0, +256), the row sums as in

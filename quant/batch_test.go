@@ -205,3 +205,47 @@ func TestDotBatchFullTilesSumAsDot(t *testing.T) {
 		}
 	}
 }
+
+// TestDotBatchPartialTilesSumAsDot extends TestDotBatchFullTilesSumAsDot to
+// every Q4_0 tile shape: any row count, short rows (fewer than 8 groups),
+// an odd group count (a lone last group) and pad nibbles (cols not a
+// multiple of 32) with live activations past the tile. avx2i8's Q4 kernels
+// share their arithmetic (q4rows_amd64.h: exact integer group sums, bias
+// included), so the four-column kernel must give Dot's bits on all of
+// them; batched prefill of a model whose matrices end in a partial tile
+// relies on it as much as on full tiles.
+func TestDotBatchPartialTilesSumAsDot(t *testing.T) {
+	k, err := KernelByName("avx2i8")
+	if err != nil {
+		t.Skipf("avx2i8 not available on this CPU/build: %v", err)
+	}
+	rng := rand.New(rand.NewPCG(25, 26))
+	for i := range 300 {
+		rows, cols := 1+rng.IntN(MaxTileRows), 1+rng.IntN(MaxTileCols)
+		if i%3 == 0 {
+			cols = GroupSize * (1 + rng.IntN(8)) // whole groups, short rows
+		}
+		tile := Encode(Q4_0, randWeights(rng, rows, cols), rows, cols, cols)
+		col := GroupSize * rng.IntN(9)
+		B := 4 * (1 + rng.IntN(2))
+		xs := make([]*Vec, B)
+		ys, single := make([][]float32, B), make([][]float32, B)
+		for j := range xs {
+			raw := randActivation(rng, col, tile.Cols)
+			xs[j] = k.NewVec(len(raw))
+			xs[j].Set(raw)
+			ys[j] = make([]float32, tile.Rows)
+			for r := range ys[j] {
+				ys[j][r] = float32(rng.NormFloat64())
+			}
+			single[j] = slices.Clone(ys[j])
+		}
+		DotBatch(&tile, xs, col, ys)
+		for j := range xs {
+			Dot(&tile, xs[j], col, single[j])
+			if !sameBits(ys[j], single[j]) {
+				t.Fatalf("tile %d (%dx%d at col %d) column %d of %d: DotBatch differs from Dot", i, rows, cols, col, j, B)
+			}
+		}
+	}
+}

@@ -44,7 +44,7 @@ func quantize512(x *float32, groups int, q8, xl, xh *int8, dx *float32, c4, c8 *
 func q8vnni512(sc, data *byte, rows, groups int, x8 *int8, c8 *int32, dx, y *float32, k0, k1, k2, k3, kg int)
 
 //go:noescape
-func q4avx2i8(sc, data *byte, rows, groups int, xl, xh *int8, c4 *int32, dx, y *float32, fold int)
+func q4avx2i8(sc, data *byte, rows, groups int, xl, xh *int8, c4 *int32, dx, y *float32)
 
 //go:noescape
 func q8avx2i8(sc, data *byte, rows, groups int, x8 *int8, dx, y *float32)
@@ -148,19 +148,7 @@ func dotQ8AVXVNNI(t *Tile, x *Vec, col int, y []float32) {
 
 func dotQ4AVX2I8(t *Tile, x *Vec, col int, y []float32) {
 	g0 := col / GroupSize
-	q4avx2i8(&t.Scales[0], &t.Data[0], t.Rows, Groups(t.Cols), &x.xl[g0*16], &x.xh[g0*16], &x.c4[g0*4], &x.dx[g0], &y[0],
-		foldBias(t))
-}
-
-// foldBias is 1 when the avx2i8 Q4 kernels may apply the −8·Σx bias in
-// float once per row instead of in the integers per group pair: when the
-// tile has no pad nibbles. A pad nibble (8) meets whatever activation
-// follows the tile's last column, and its 8·x must cancel exactly.
-func foldBias(t *Tile) int {
-	if t.Cols%GroupSize != 0 {
-		return 0
-	}
-	return 1
+	q4avx2i8(&t.Scales[0], &t.Data[0], t.Rows, Groups(t.Cols), &x.xl[g0*16], &x.xh[g0*16], &x.c4[g0*4], &x.dx[g0], &y[0])
 }
 
 func dotQ8AVX2I8(t *Tile, x *Vec, col int, y []float32) {
