@@ -369,8 +369,8 @@ DATA q4ones<>+24(SB)/8, $0x0001000100010001
 GLOBL q4ones<>(SB), RODATA|NOPTR, $32
 
 // Frame (q8avx2i8x4): column c's row scales at c·32, the row's own at
-// 160, its x8 block and dx at 192 + c·288 (+0, +256), the row sums as in
-// q4avx2i8x4 at 1344.
+// 160, its x8 block and dx at 192 + c·288 (+0, +256), the row sums (four
+// floats per row, columns 0..3; FLUSHROWS) at 1344.
 #define Q8ROWS 1344
 #define Q8X(c) (192+(c)*288)
 #define Q8DX(c) (192+(c)*288+256)
