@@ -1,7 +1,6 @@
 //go:build !noasm
 
 #include "textflag.h"
-#include "hsum_amd64.h"
 #include "q4rows_amd64.h"
 
 // AVX2 kernels with int8 activations (the avx2i8 path) for CPUs with AVX2
