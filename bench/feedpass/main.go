@@ -31,11 +31,12 @@ func main() {
 	passes := flag.Int("passes", 6, "passes per measurement")
 	rounds := flag.Int("rounds", 3, "rounds over every shape (median reported)")
 	useCPU := flag.Bool("cpu", false, "CPU time of the process instead of wall time")
+	held := flag.Int("prefix", 4, "positions each decoding sequence holds before a round's passes (a serving tick's sequences hold their prompt and what they generated: 33–96 for serveload's defaults)")
 	only := flag.String("only", "", "measure only the shapes whose names start with this (e.g. \"4 decode tokens\")")
-	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured passes to this file (with each run's reset: a 4-token prefill of the shape's decoding sequences; -passes dilutes it)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured passes to this file (with each run's reset: a -prefix-token prefill of the shape's decoding sequences; -passes dilutes it)")
 	flag.Parse()
-	if *path == "" || *threads < 1 || *passes < 1 || *rounds < 1 {
-		log.Fatal("need -model; -threads, -passes and -rounds ≥ 1")
+	if *path == "" || *threads < 1 || *passes < 1 || *rounds < 1 || *held < 1 {
+		log.Fatal("need -model; -threads, -passes, -rounds and -prefix ≥ 1")
 	}
 	goruntime.GOMAXPROCS(*threads + 1)
 	m, err := vflowfmt.OpenModel(*path)
@@ -47,7 +48,7 @@ func main() {
 		log.Fatal(err)
 	}
 	defer e.Close()
-	shapes := tickShapes(e)
+	shapes := tickShapes(e, *held)
 	clock := func() float64 {
 		if !*useCPU {
 			return float64(time.Now().UnixNano()) / 1e9
@@ -94,9 +95,15 @@ func main() {
 }
 
 // prefix is what every decoding sequence holds before a round's passes
-// (BOS and three tokens, within a vocabulary of V), so a decode token
-// attends to earlier positions.
-func prefix(V int) []int { return []int{1, 100 % V, 200 % V, 300 % V} }
+// (BOS and n−1 tokens, within a vocabulary of V), so a decode token
+// attends to n earlier positions.
+func prefix(V, n int) []int {
+	p := []int{1}
+	for i := 1; i < n; i++ {
+		p = append(p, 100*i%V)
+	}
+	return p
+}
 
 // promptLen is the prompt shapes' prompt: a serving request's 32 tokens.
 const promptLen = 32
@@ -115,7 +122,7 @@ type shape struct {
 // tickShapes returns the shapes a serving tick takes on e: B decode tokens
 // of B sequences (each continuing its own history by one token per pass),
 // a prompt alone, decode tokens and a prompt in one pass.
-func tickShapes(e *runtime.Engine) []shape {
+func tickShapes(e *runtime.Engine, held int) []shape {
 	V := int(e.Header().VocabSize)
 	seqs := make([]*runtime.Sequence, 9)
 	for i := range seqs {
@@ -126,7 +133,7 @@ func tickShapes(e *runtime.Engine) []shape {
 		prompt[i] = (10 + 7*i) % V
 	}
 	reset := func(b int) func() error {
-		return func() error { return resetSeqs(e, seqs[:b], prefix(V)) }
+		return func() error { return resetSeqs(e, seqs[:b], prefix(V, held)) }
 	}
 	decode := func(b int) []runtime.Feed {
 		var fs []runtime.Feed

@@ -17,8 +17,15 @@ import (
 // continuing its own history pass after pass, and a prompt goes whole to a
 // fresh sequence — and each feed's logits are what Step gives that
 // sequence's history alone on another engine (so the timed passes compute
-// real decode steps, not a sequence overrun or refused).
+// real decode steps, not a sequence overrun or refused), whatever prefix
+// (-prefix) the decoding sequences start from.
 func TestShapesFeedWhatTheySay(t *testing.T) {
+	for _, held := range []int{4, 9} {
+		t.Run(fmt.Sprintf("prefix %d", held), func(t *testing.T) { testShapes(t, held) })
+	}
+}
+
+func testShapes(t *testing.T, held int) {
 	m := tinyModel(t)
 	e, err := runtime.New(m, runtime.Options{Threads: 2})
 	if err != nil {
@@ -35,7 +42,7 @@ func TestShapesFeedWhatTheySay(t *testing.T) {
 		"1 decode token": {1, 0}, "2 decode tokens": {2, 0}, "4 decode tokens": {4, 0}, "8 decode tokens": {8, 0},
 		fmt.Sprintf("%d prompt tokens", promptLen): {0, 1}, fmt.Sprintf("4 decode + %d prompt", promptLen): {4, 1},
 	}
-	shapes := tickShapes(e)
+	shapes := tickShapes(e, held)
 	if len(shapes) != len(want) {
 		t.Fatalf("%d shapes, want %d", len(shapes), len(want))
 	}
@@ -52,7 +59,7 @@ func TestShapesFeedWhatTheySay(t *testing.T) {
 				case len(f.Toks) == 1:
 					got[0]++
 					if hist[f.Seq] == nil {
-						hist[f.Seq] = prefix(V)
+						hist[f.Seq] = prefix(V, held)
 					}
 					hist[f.Seq] = append(hist[f.Seq], f.Toks[0])
 				case len(f.Toks) == promptLen:
@@ -99,7 +106,7 @@ func TestMeasure(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	shapes := tickShapes(e)[:2]
+	shapes := tickShapes(e, 4)[:2]
 	resets := 0
 	for k := range shapes {
 		reset := shapes[k].reset
