@@ -167,6 +167,9 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, c *common, pro
 	if n := j.ticks.Load(); n > 0 {
 		batch = fmt.Sprintf(", %d ticks × %.1f sequences, %.1f ms per tick", n, float64(j.shared.Load())/float64(n),
 			float64(j.tickNS.Load())/1e6/float64(n))
+		if d := j.decodeTicks.Load(); d > 0 {
+			batch += fmt.Sprintf(" (%d without a prompt: %.1f ms each)", d, float64(j.decodeNS.Load())/1e6/float64(d))
+		}
 	}
 	fmt.Fprintf(s.cfg.Log, "%s %s: %d prompt + %d completion tokens, %s, %.2fs%s%s\n", r.Method, r.URL.Path, len(prompt),
 		rp.completion, rp.finish, time.Since(t0).Seconds(), batch, errNote(werr))

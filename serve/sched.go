@@ -33,6 +33,13 @@ type job struct {
 	// engine time in nanoseconds (the request log's "sequences per tick"
 	// and "ms per tick": how much batching it got, and what a tick cost).
 	ticks, shared, tickNS atomic.Int64
+	// decodeTicks and decodeNS count the ticks that fed no prompt chunk
+	// (every sequence one decode token) and their engine time: a prompt
+	// riding in a tick makes it several times longer, so the mean over
+	// all ticks says little about what a decode step costs, and this is
+	// the figure to hold against a decode-only engine pass (feedpass) or
+	// a client's steady token interval.
+	decodeTicks, decodeNS atomic.Int64
 }
 
 // outbox hands tokens from the scheduler to the request's handler without
@@ -219,6 +226,7 @@ func (s *scheduler) tick() {
 	t0 := time.Now()
 	logits, errs := s.be.feed(s.feeds)
 	d := time.Since(t0).Nanoseconds()
+	decodeOnly := decoding == len(s.feeds)
 	// Each feed's outcome, then the samples (in parallel), then the
 	// deliveries in feed order.
 	s.sampled = s.sampled[:0]
@@ -228,6 +236,10 @@ func (s *scheduler) tick() {
 		sl.j.ticks.Add(1)
 		sl.j.shared.Add(int64(len(s.feeds)))
 		sl.j.tickNS.Add(d)
+		if decodeOnly {
+			sl.j.decodeTicks.Add(1)
+			sl.j.decodeNS.Add(d)
+		}
 		seq := sl.j.seq
 		s.outs[k] = outcome{}
 		switch err := errs[k]; {

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -99,4 +100,107 @@ func TestPromptRidesDecodeTick(t *testing.T) {
 		t.Errorf("the first request: %q, alone %q", first.String(), want)
 	}
 	rec.mu.Lock()
+}
+
+// syncBuffer is a request log the handlers may write concurrently.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// gated holds every tick after the first two until open is closed.
+type gated struct {
+	*recorder
+	open chan struct{}
+}
+
+func (g gated) feed(fs []slotFeed) ([][]float32, []error) {
+	g.mu.Lock()
+	n := len(g.ticks)
+	g.mu.Unlock()
+	if n >= 2 {
+		<-g.open
+	}
+	return g.recorder.feed(fs)
+}
+
+// TestRequestLogCountsDecodeTicks: each request's log line counts the
+// ticks that fed it and, apart, those that fed no prompt chunk (a prompt
+// riding in a tick makes it many times longer than a decode step) — both
+// as the backend saw them: a decoding request whose tick carried another
+// request's prompt has fewer decode-only ticks than ticks.
+func TestRequestLogCountsDecodeTicks(t *testing.T) {
+	rec := &recorder{}
+	open := make(chan struct{})
+	var logged syncBuffer
+	s, hs := startServer(t, Config{Parallel: 2, Log: &logged}, func(b backend) backend { rec.backend = b; return gated{rec, open} })
+	resp, err := http.Post(hs.URL+"/v1/completions", "application/json",
+		strings.NewReader(`{"prompt":"Once upon a time","temperature":0,"max_tokens":40,"stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(resp.Body)
+	if _, err := br.ReadString('\n'); err != nil { // slot 0 decodes
+		t.Fatal(err)
+	}
+	second := make(chan int)
+	go func() {
+		code, _ := post(t, hs.URL+"/v1/completions", `{"prompt":"Lily liked to play in the park with her friends every day.","temperature":0,"max_tokens":8}`)
+		second <- code
+	}()
+	// Queued, or admitted, while slot 0's third tick is held: either way
+	// one tick carries its prompt beside slot 0's decode token.
+	for len(s.sched.in) == 0 && s.sched.busy.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	close(open)
+	if code := <-second; code != 200 {
+		t.Fatalf("the second request: status %d", code)
+	}
+	io.Copy(io.Discard, br)
+	resp.Body.Close()
+	hs.Close() // waits for the handlers, so both lines are logged
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for slot, completion := range []int{40, 8} {
+		ticks, decode := 0, 0
+		for _, tick := range rec.ticks {
+			in, prompt := false, false
+			for _, f := range tick {
+				in = in || f.slot == slot
+				prompt = prompt || len(f.toks) > 1
+			}
+			if in {
+				ticks++
+				if !prompt {
+					decode++
+				}
+			}
+		}
+		if slot == 0 && decode != ticks-2 {
+			t.Fatalf("slot 0: %d ticks, %d without a prompt; want its own prompt's and one carrying the second request's", ticks, decode)
+		}
+		want := fmt.Sprintf(" + %d completion tokens, length, ", completion)
+		var line string
+		for _, l := range strings.Split(logged.String(), "\n") {
+			if strings.Contains(l, want) {
+				line = l
+			}
+		}
+		if !strings.Contains(line, fmt.Sprintf(", %d ticks × ", ticks)) || !strings.Contains(line, fmt.Sprintf(" (%d without a prompt: ", decode)) {
+			t.Errorf("slot %d: %d ticks, %d without a prompt; logged %q", slot, ticks, decode, line)
+		}
+	}
 }
