@@ -1,7 +1,5 @@
 package runtime
 
-import "github.com/cflow-dev/cflow/quant"
-
 // maxHeadsPerGroup is how many query heads of one KV head an attention
 // item serves at once: each row of that KV head's key and value tiles is
 // read from L2 once for all of them (quant.DotF32Rows) instead of once
@@ -103,15 +101,7 @@ func (j *groupsJob) run(it int) {
 	var inv [maxHeadsPerGroup]float32
 	for g := range qpi {
 		sg, pg := sc[g*span:(g+1)*span], p[g*span:(g+1)*span]
-		clear(pg[b0*kvBlock : start])
-		// max and e^(s·scale − max), as in headsEach.
-		quant.ExpScores(sg[start:n], scale, pg[start:n])
-		var sum float64
-		for _, v := range pg[start:n] {
-			sum += float64(v)
-		}
-		clear(pg[n:span])
-		inv[g] = float32(1 / sum)
+		inv[g] = softmaxRow(sg, pg, b0*kvBlock, start, n, scale)
 	}
 	oh := att[j0*hd : (j0+qpi)*hd]
 	clear(oh)

@@ -82,15 +82,7 @@ func (e *Engine) headsEach(c *kvCache, lp *layerPlan, q, att []float32, n, start
 				sc[t] = dot
 			}
 		}
-		clear(p[b0*kvBlock : start])
-		// max and e^(s·scale − max) in float32, 8 at a time where the CPU
-		// has AVX2, bit for bit the scalar loop (quant.TestExpScores).
-		quant.ExpScores(sc[start:n], scale, p[start:n])
-		var sum float64
-		for _, v := range p[start:n] {
-			sum += float64(v)
-		}
-		clear(p[n:span])
+		inv := softmaxRow(sc, p, b0*kvBlock, start, n, scale)
 		oh := att[j*hd : (j+1)*hd]
 		clear(oh)
 		if tileCache {
@@ -110,7 +102,6 @@ func (e *Engine) headsEach(c *kvCache, lp *layerPlan, q, att []float32, n, start
 				}
 			}
 		}
-		inv := float32(1 / sum)
 		for i := range oh {
 			oh[i] *= inv
 		}
@@ -122,4 +113,20 @@ func (e *Engine) headsEach(c *kvCache, lp *layerPlan, q, att []float32, n, start
 func f32Tile(f []float32, rows, cols int) quant.Tile {
 	return quant.Tile{Type: quant.F32, Rows: rows, Cols: cols,
 		Data: unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), rows*cols*4)}
+}
+
+// softmaxRow leaves e^(s·scale − max) of the live scores sc[start:n] in
+// p[start:n] (float32, 8 at a time where the CPU has AVX2, bit for bit the
+// scalar loop: quant.TestExpScores), zeroes p outside them from lo on, and
+// returns 1 / Σ (summed in float64). The lone-head and grouped-head loops
+// share it so both normalise a head's weights the same way, to the bit.
+func softmaxRow(sc, p []float32, lo, start, n int, scale float32) float32 {
+	clear(p[lo:start])
+	quant.ExpScores(sc[start:n], scale, p[start:n])
+	var sum float64
+	for _, v := range p[start:n] {
+		sum += float64(v)
+	}
+	clear(p[n:])
+	return float32(1 / sum)
 }
