@@ -72,6 +72,13 @@ done:
 // lines stay in flight while a block computes.
 // On the loaded Zen 3 VM, a 256 MiB Q4 matvec went from 90% of a plain
 // read loop's rate without it to 108% at 4 KiB (median of 5; noisy).
+// The Q4 loop prefetches with PREFETCHNTA: its weights are read once per
+// token, and the non-temporal hint keeps them from displacing the
+// activations, KV cache and norms that the token's serial work reads
+// next; the stream itself runs at the same rate as with PREFETCHT0, and
+// a decode token's 2-thread pass took 0.94x the time (docs/PERFORMANCE.md,
+// "Session 6: the stream"). The four-column kernel keeps PREFETCHT0: its
+// 4-token pass was no faster with NTA.
 #define PFD 4096
 
 // sc16mask: the 16 bytes at sc16mask+16−2G keep a short row's G f16
@@ -151,21 +158,21 @@ TEXT ·q4avx2i8(SB), $1472-72
 	MOVQ         $(PFD/64), BX
 
 q4i8edge:
-	PREFETCHT0   (AX)
+	PREFETCHNTA  (AX)
 	ADDQ         $64, AX
 	DECQ         BX
 	JNZ          q4i8edge
 
 q4i8full:
-	PREFETCHT0 (PFD+0)(DI)
-	PREFETCHT0 (PFD+64)(DI)
-	PREFETCHT0 (PFD+128)(DI)
-	PREFETCHT0 (PFD+192)(DI)
-	PREFETCHT0 (PFD+256)(DI)
-	PREFETCHT0 (PFD+320)(DI)
-	PREFETCHT0 (PFD+384)(DI)
-	PREFETCHT0 (PFD+448)(DI)
-	PREFETCHT0 (PFD/8)(SI)
+	PREFETCHNTA (PFD+0)(DI)
+	PREFETCHNTA (PFD+64)(DI)
+	PREFETCHNTA (PFD+128)(DI)
+	PREFETCHNTA (PFD+192)(DI)
+	PREFETCHNTA (PFD+256)(DI)
+	PREFETCHNTA (PFD+320)(DI)
+	PREFETCHNTA (PFD+384)(DI)
+	PREFETCHNTA (PFD+448)(DI)
+	PREFETCHNTA (PFD/8)(SI)
 	Q4SCALES((SI), 16(SI), 32(SI), 48(SI))
 	Q4TAB(0, S1T)
 	Q4BUILD(0, Y4, Y6, Y8, Y10)
