@@ -39,8 +39,10 @@ func BenchmarkDecodeStream(b *testing.B) {
 	tileBytes := int(cflowfmt.AlignUp(int64(cflowfmt.TileHeaderSize + sb + db)))
 	ct := cols / tc
 	stripes := (mib << 20) / (tileBytes * ct)
-	arena := make([]uint64, stripes*ct*tileBytes/8)
-	raw := unsafe.Slice((*byte)(unsafe.Pointer(&arena[0])), len(arena)*8)
+	// On huge pages, as the model file's mapping is (hugeBytes); 8-byte
+	// aligned for the probe's uint64 view.
+	raw := hugeBytes(stripes * ct * tileBytes)
+	arena := unsafe.Slice((*uint64)(unsafe.Pointer(&raw[0])), len(raw)/8)
 	rng := rand.NewChaCha8([32]byte{1})
 	_, _ = rng.Read(raw)
 	tiles := make([]quant.Tile, 0, stripes*ct)

@@ -60,8 +60,10 @@ func matrixBytes(typ Type, rows, cols int) int {
 	return n
 }
 
+// randomArena returns n random bytes on huge pages where the OS gives them
+// (hugeBytes), as a mapped model file's tiles are.
 func randomArena(n int) []byte {
-	b := make([]byte, n)
+	b := hugeBytes(n)
 	rng := rand.NewChaCha8([32]byte{1})
 	_, _ = rng.Read(b)
 	return b
