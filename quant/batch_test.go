@@ -155,6 +155,34 @@ func sameBits(a, b []float32) bool {
 	return slices.EqualFunc(a, b, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) })
 }
 
+// batchDiffersFromDot applies tile at col to B random activation columns of
+// kernel k, once through DotBatch and once a column at a time through Dot,
+// both adding into the same random outputs, and returns the first column
+// whose bits differ (−1 when every column agrees): the bit-identity the
+// avx2i8 four-column kernels promise their single-column twins.
+func batchDiffersFromDot(k *Kernel, rng *rand.Rand, tile *Tile, col, B int) int {
+	xs := make([]*Vec, B)
+	ys, single := make([][]float32, B), make([][]float32, B)
+	for j := range xs {
+		raw := randActivation(rng, col, tile.Cols)
+		xs[j] = k.NewVec(len(raw))
+		xs[j].Set(raw)
+		ys[j] = make([]float32, tile.Rows)
+		for r := range ys[j] {
+			ys[j][r] = float32(rng.NormFloat64())
+		}
+		single[j] = slices.Clone(ys[j])
+	}
+	DotBatch(tile, xs, col, ys)
+	for j := range xs {
+		Dot(tile, xs[j], col, single[j])
+		if !sameBits(ys[j], single[j]) {
+			return j
+		}
+	}
+	return -1
+}
+
 // TestDotBatchFullTilesSumAsDot: on full tiles (the bulk of every real
 // model) avx2i8's four-column kernels give each column exactly what its
 // single-column kernel gives. An int8 path that sums in another order
@@ -183,24 +211,8 @@ func TestDotBatchFullTilesSumAsDot(t *testing.T) {
 			tile := Encode(typ, randWeights(rng, rows, MaxTileCols), rows, MaxTileCols, MaxTileCols)
 			col := GroupSize * 8 * rng.IntN(3)
 			B := 4 * (1 + rng.IntN(3))
-			xs := make([]*Vec, B)
-			ys, single := make([][]float32, B), make([][]float32, B)
-			for j := range xs {
-				raw := randActivation(rng, col, tile.Cols)
-				xs[j] = k.NewVec(len(raw))
-				xs[j].Set(raw)
-				ys[j] = make([]float32, tile.Rows)
-				for r := range ys[j] {
-					ys[j][r] = float32(rng.NormFloat64())
-				}
-				single[j] = slices.Clone(ys[j])
-			}
-			DotBatch(&tile, xs, col, ys)
-			for j := range xs {
-				Dot(&tile, xs[j], col, single[j])
-				if !sameBits(ys[j], single[j]) {
-					t.Fatalf("%s full tile %d column %d of %d: DotBatch differs from Dot", typ, i, j, B)
-				}
+			if j := batchDiffersFromDot(k, rng, &tile, col, B); j >= 0 {
+				t.Fatalf("%s full tile %d column %d of %d: DotBatch differs from Dot", typ, i, j, B)
 			}
 		}
 	}
@@ -228,24 +240,8 @@ func TestDotBatchPartialTilesSumAsDot(t *testing.T) {
 		tile := Encode(Q4_0, randWeights(rng, rows, cols), rows, cols, cols)
 		col := GroupSize * rng.IntN(9)
 		B := 4 * (1 + rng.IntN(2))
-		xs := make([]*Vec, B)
-		ys, single := make([][]float32, B), make([][]float32, B)
-		for j := range xs {
-			raw := randActivation(rng, col, tile.Cols)
-			xs[j] = k.NewVec(len(raw))
-			xs[j].Set(raw)
-			ys[j] = make([]float32, tile.Rows)
-			for r := range ys[j] {
-				ys[j][r] = float32(rng.NormFloat64())
-			}
-			single[j] = slices.Clone(ys[j])
-		}
-		DotBatch(&tile, xs, col, ys)
-		for j := range xs {
-			Dot(&tile, xs[j], col, single[j])
-			if !sameBits(ys[j], single[j]) {
-				t.Fatalf("tile %d (%dx%d at col %d) column %d of %d: DotBatch differs from Dot", i, rows, cols, col, j, B)
-			}
+		if j := batchDiffersFromDot(k, rng, &tile, col, B); j >= 0 {
+			t.Fatalf("tile %d (%dx%d at col %d) column %d of %d: DotBatch differs from Dot", i, rows, cols, col, j, B)
 		}
 	}
 }
