@@ -270,31 +270,7 @@ q4x4gen:
 	PREFETCHT0 (X4PFD+320)(DI)
 	PREFETCHT0 (X4PFD+384)(DI)
 	PREFETCHT0 (X4PFD/8)(SI)
-	CMPQ  CX, $4
-	JLT   q4x4g1
-
-	// Four short rows: the scales as in q4avx2i8's general loop.
-	MOVQ    CX, AX
-	IMULQ   R13, AX
-	LEAQ    16(R13)(R13*2), DX
-	CMPQ    AX, DX
-	JLT     q4x4g4slow
-	LEAQ    (R13)(R13*2), DX
-	Q4SCALES((SI), (SI)(R13*1), (SI)(R13*2), (SI)(DX*1))
-	JMP     q4x4gtab
-
-q4x4g4slow:
-	Q4SCCOPY(4, X4SLOT, q4x4g4r, q4x4g4e)
-	MOVQ    R12, R10
-	LEAQ    (R12)(R12*2), R11
-	Q4SCALES(X4SLOT(SP), (X4SLOT+16)(SP), (X4SLOT+32)(SP), (X4SLOT+48)(SP))
-	JMP     q4x4gtab
-
-q4x4g1:
-	Q4SCCOPY(1, X4SLOT, q4x4g1r, q4x4g1e)
-	XORQ    R10, R10
-	XORQ    R11, R11
-	Q4SCALES(X4SLOT(SP), X4SLOT(SP), X4SLOT(SP), X4SLOT(SP))
+	Q4SCROWS(X4SLOT, q4x4g1, q4x4g4slow, q4x4g4r, q4x4g4e, q4x4g1r, q4x4g1e, q4x4gtab)
 
 q4x4gtab:
 	X4TABS

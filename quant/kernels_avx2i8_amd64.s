@@ -200,34 +200,7 @@ q4i8full:
 q4i8gen:
 	TESTQ CX, CX
 	JZ    q4i8done
-	CMPQ  CX, $4
-	JLT   q4i8g1
-
-	// Four short rows. While a 16-byte load from the block's last row
-	// cannot pass the scale array's end (rows left · 2G ≥ 6G + 16), the
-	// rows' scales load in place, masked to their G lanes; the last blocks
-	// copy them one at a time into the frame's slots.
-	MOVQ    CX, AX
-	IMULQ   R13, AX
-	LEAQ    16(R13)(R13*2), DX
-	CMPQ    AX, DX
-	JLT     q4i8g4slow
-	LEAQ    (R13)(R13*2), DX
-	Q4SCALES((SI), (SI)(R13*1), (SI)(R13*2), (SI)(DX*1))
-	JMP     q4i8gtab
-
-q4i8g4slow:
-	Q4SCCOPY(4, S1SLOT, q4i8g4r, q4i8g4e)
-	MOVQ    R12, R10
-	LEAQ    (R12)(R12*2), R11
-	Q4SCALES(S1SLOT(SP), (S1SLOT+16)(SP), (S1SLOT+32)(SP), (S1SLOT+48)(SP))
-	JMP     q4i8gtab
-
-q4i8g1:
-	Q4SCCOPY(1, S1SLOT, q4i8g1r, q4i8g1e)
-	XORQ    R10, R10
-	XORQ    R11, R11
-	Q4SCALES(S1SLOT(SP), S1SLOT(SP), S1SLOT(SP), S1SLOT(SP))
+	Q4SCROWS(S1SLOT, q4i8g1, q4i8g4slow, q4i8g4r, q4i8g4e, q4i8g1r, q4i8g1e, q4i8gtab)
 
 q4i8gtab:
 	Q4TAB(0, S1T)

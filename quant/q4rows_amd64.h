@@ -212,3 +212,36 @@ lel: \
 	ADDQ    $16, DX;           \
 	DECQ    R10;               \
 	JNZ     lrow
+
+// Q4SCROWS puts the scales of the general loop's next block (CX rows left,
+// 2G = R13 bytes apart at SI) into Y4..Y7 through Q4SCALES, then jumps to
+// tab: four rows in place while a 16-byte load from the block's last row
+// cannot pass the scale array's end (rows left · 2G ≥ 6G + 16), masked to
+// their G lanes; the last blocks copy them one at a time into the frame's
+// 16-byte slots at slot(SP); fewer than four rows left run as one row
+// repeated (R10 = R11 = 0, so the block reads row 0 four times). Both Q4
+// kernels expand it, so their short rows read the same scales the same
+// way. The other arguments are labels, unique per expansion. Clobbers AX,
+// DX, R10, R11, R14 and what Q4SCALES does.
+#define Q4SCROWS(slot, one, slow, r4, e4, r1, e1, tab) \
+	CMPQ    CX, $4;                \
+	JLT     one;                   \
+	MOVQ    CX, AX;                \
+	IMULQ   R13, AX;               \
+	LEAQ    16(R13)(R13*2), DX;    \
+	CMPQ    AX, DX;                \
+	JLT     slow;                  \
+	LEAQ    (R13)(R13*2), DX;      \
+	Q4SCALES((SI), (SI)(R13*1), (SI)(R13*2), (SI)(DX*1)); \
+	JMP     tab;                   \
+slow: \
+	Q4SCCOPY(4, slot, r4, e4);     \
+	MOVQ    R12, R10;              \
+	LEAQ    (R12)(R12*2), R11;     \
+	Q4SCALES((slot)(SP), (slot+16)(SP), (slot+32)(SP), (slot+48)(SP)); \
+	JMP     tab;                   \
+one: \
+	Q4SCCOPY(1, slot, r1, e1);     \
+	XORQ    R10, R10;              \
+	XORQ    R11, R11;              \
+	Q4SCALES((slot)(SP), (slot)(SP), (slot)(SP), (slot)(SP))
