@@ -41,7 +41,8 @@ func BenchmarkDecodeStream(b *testing.B) {
 	stripes := (mib << 20) / (tileBytes * ct)
 	// On huge pages, as the model file's mapping is (hugeBytes); 8-byte
 	// aligned for the probe's uint64 view.
-	raw := hugeBytes(stripes * ct * tileBytes)
+	raw, release := hugeBytes(stripes * ct * tileBytes)
+	defer release()
 	arena := unsafe.Slice((*uint64)(unsafe.Pointer(&raw[0])), len(raw)/8)
 	rng := rand.NewChaCha8([32]byte{1})
 	_, _ = rng.Read(raw)
