@@ -213,24 +213,8 @@ TEXT ·q4avx2i8x4(SB), $5696-40
 	X4COLPREP(1)
 	X4COLPREP(2)
 	X4COLPREP(3)
-	MOVL         $0x0f0f0f0f, AX
-	VMOVD        AX, X15
-	VPBROADCASTD X15, Y15
-	VPXOR        Y12, Y12, Y12
-	VMOVDQU      Y12, X4SLOT(SP)
-	VMOVDQU      Y12, (X4SLOT+32)(SP)
 	XORQ         R9, R9
-	MOVQ         R8, R12
-	SHLQ         $4, R12              // a row's nibble bytes
-	LEAQ         (R8)(R8*1), R13      // a row's scale bytes
-	LEAQ         sc16mask4<>+16(SB), R15
-	SUBQ         R13, R15             // keeps a row's G scales
-	MOVQ         R12, R10
-	LEAQ         (R12)(R12*2), R11
-	CMPQ         R8, $8
-	JNE          q4x4gen
-	CMPQ         CX, $4
-	JLT          q4x4gen
+	Q4ENTRY(X4SLOT, sc16mask4<>, q4x4gen)
 
 q4x4full:
 	PREFETCHT0 (X4PFD+0)(DI)

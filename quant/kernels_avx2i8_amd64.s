@@ -128,23 +128,7 @@ TEXT ·q4avx2i8(SB), $1472-72
 	MOVQ         dx+56(FP), R14
 	Q4COLPREP(0, AX, BX, DX, R14)
 	MOVQ         y+64(FP), R9
-	MOVL         $0x0f0f0f0f, AX
-	VMOVD        AX, X15
-	VPBROADCASTD X15, Y15
-	VPXOR        Y12, Y12, Y12
-	VMOVDQU      Y12, S1SLOT(SP)
-	VMOVDQU      Y12, (S1SLOT+32)(SP)
-	MOVQ         R8, R12
-	SHLQ         $4, R12              // a row's nibble bytes
-	LEAQ         (R8)(R8*1), R13      // a row's scale bytes
-	LEAQ         sc16mask<>+16(SB), R15
-	SUBQ         R13, R15             // keeps a row's G scales
-	MOVQ         R12, R10
-	LEAQ         (R12)(R12*2), R11
-	CMPQ         R8, $8
-	JNE          q4i8gen
-	CMPQ         CX, $4
-	JLT          q4i8gen
+	Q4ENTRY(S1SLOT, sc16mask<>, q4i8gen)
 
 	// The loop prefetches PFD ahead of its block, so a tile's first PFD
 	// bytes of data are its predecessor's to fetch. When the predecessor

@@ -245,3 +245,30 @@ one: \
 	XORQ    R10, R10;              \
 	XORQ    R11, R11;              \
 	Q4SCALES((slot)(SP), (slot)(SP), (slot)(SP), (slot)(SP))
+
+// Q4ENTRY is both Q4 kernels' common entry once their columns are
+// prepared: the nibble mask in Y15, the frame's 32 scale-slot bytes at
+// slot(SP) zeroed (lanes past a short row's groups stay 0), R12 = a row's
+// nibble bytes (16G), R13 = its scale bytes (2G), R15 = the mask keeping G
+// scales (mask is the file's sc16mask copy), R10/R11 = the block's row
+// offsets 1·16G and 3·16G; tiles that are not full-width (G ≠ 8) or have
+// fewer than four rows go to gen, the rest fall through to the full-row
+// loop. Clobbers AX, Y12.
+#define Q4ENTRY(slot, mask, gen) \
+	MOVL         $0x0f0f0f0f, AX;    \
+	VMOVD        AX, X15;            \
+	VPBROADCASTD X15, Y15;           \
+	VPXOR        Y12, Y12, Y12;      \
+	VMOVDQU      Y12, slot(SP);      \
+	VMOVDQU      Y12, (slot+32)(SP); \
+	MOVQ         R8, R12;            \
+	SHLQ         $4, R12;            \
+	LEAQ         (R8)(R8*1), R13;    \
+	LEAQ         mask+16(SB), R15;   \
+	SUBQ         R13, R15;           \
+	MOVQ         R12, R10;           \
+	LEAQ         (R12)(R12*2), R11;  \
+	CMPQ         R8, $8;             \
+	JNE          gen;                \
+	CMPQ         CX, $4;             \
+	JLT          gen
