@@ -272,3 +272,25 @@ one: \
 	JNE          gen;                \
 	CMPQ         CX, $4;             \
 	JLT          gen
+
+// Q4PF7 issues op (a prefetch instruction) for the block d bytes ahead of
+// DI, its first seven 64-byte lines, then for the scale line d/8 ahead of
+// SI; Q4PF8 covers all eight lines of a full 512-byte block. They are the
+// Q4 loops' per-block prefetches: the decode kernel passes PREFETCHNTA,
+// the four-column kernel PREFETCHT0 (docs/PERFORMANCE.md, "Session 6: the
+// stream").
+#define Q4PFLINES(op, d) \
+	op (d+0)(DI);   \
+	op (d+64)(DI);  \
+	op (d+128)(DI); \
+	op (d+192)(DI); \
+	op (d+256)(DI); \
+	op (d+320)(DI); \
+	op (d+384)(DI)
+#define Q4PF7(op, d) \
+	Q4PFLINES(op, d); \
+	op (d/8)(SI)
+#define Q4PF8(op, d) \
+	Q4PFLINES(op, d); \
+	op (d+448)(DI);   \
+	op (d/8)(SI)
