@@ -86,7 +86,7 @@ type lane struct {
 	next    func() (struct{}, bool)
 	stop    func()
 	live    bool
-	xs      laneStaged // staged expert I/O's per-column state
+	xs      stagedState // staged expert I/O's per-column state
 }
 
 // newLane returns a column view of e.

@@ -35,44 +35,29 @@ type stagedBatch struct {
 	users atomic.Int32
 }
 
-// laneStaged is a batch column's own share of the staged tier: what a
-// lone engine keeps in its fetcher (jobs, the deferred routing, the
-// token's first failure) but a column must not share with the others.
-type laneStaged struct {
+// stagedState is one decoder's share of the staged tier: its finished
+// jobs (reused, so a token allocates none), the routing it deferred to the
+// injection layer and the token's first staged failure. A lone engine's
+// lives in its fetcher; a batch column keeps its own in its lane, so the
+// columns share none of it (Engine.staged picks the right one).
+type stagedState struct {
 	jobs   []*stagedJob
-	staged *stagedJob
-	err    error
+	staged *stagedJob // the last deferred routing, taken by enqueue
+	err    error      // first staged failure of this token
+}
+
+// staged is this engine's stagedState: its batch column's, or else its
+// fetcher's.
+func (e *Engine) staged() *stagedState {
+	if ln := e.ln; ln != nil {
+		return &ln.xs
+	}
+	return &e.xio.stagedState
 }
 
 // errBatchAbandoned is what a column sees when its request was never run
 // (the batch was abandoned after a fault); nothing it computes is kept.
 var errBatchAbandoned = errors.New("runtime: batch abandoned")
-
-// routeStagedLane is routeStaged in a batch column: the driver issues the
-// reads (stageLanes); the column computes now or defers as routeStaged.
-func (e *Engine) routeStagedLane(ln *lane, lp *layerPlan, sel []int, w []float64, sum float64, hn, out []float32) error {
-	xs := &ln.xs
-	if err := xs.err; err != nil {
-		xs.err = nil
-		return err
-	}
-	j := e.newStagedJob(&xs.jobs, lp, sel, w, sum)
-	clear(out)
-	ln.req = request{stage: j}
-	ln.wait()
-	if j.batch == nil {
-		xs.jobs = append(xs.jobs, j)
-		return errBatchAbandoned
-	}
-	if e.xio.mode == ExpertIODirect && e.h.CombineStyle.DefersExperts() {
-		copy(j.hn, hn)
-		xs.staged = j
-		return nil
-	}
-	err := e.computeStaged(j, out) // actD still holds hn from the router
-	e.releaseJob(j)
-	return err
-}
 
 // releaseJob ends a job: a lone engine's slots go back to the fetcher; a
 // column's job leaves its routing (whose slots the driver returns).
@@ -87,15 +72,6 @@ func (e *Engine) releaseJob(j *stagedJob) {
 		j.batch = nil
 	}
 	ln.xs.jobs = append(ln.xs.jobs, j)
-}
-
-// stagedFailure is where the token's staged failure is kept: the
-// fetcher's for a lone engine, the column's own in a batch.
-func (e *Engine) stagedFailure() *error {
-	if ln := e.ln; ln != nil {
-		return &ln.xs.err
-	}
-	return &e.xio.err
 }
 
 // resolvedExpert returns selected expert i of a column's job, awaiting the

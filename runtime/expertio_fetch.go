@@ -58,11 +58,11 @@ type fetcher struct {
 	busy         time.Duration
 	stall        time.Duration
 
-	free   []*stagingSlot
-	jobs   []*stagedJob
-	plans  map[int]*stagedPlan // layer·E + expert
-	staged *stagedJob          // the last deferred routing, taken by enqueue
-	err    error               // first staged failure of this token
+	free  []*stagingSlot
+	plans map[int]*stagedPlan // layer·E + expert
+	// A lone engine's jobs, deferred routing and token failure (a batch
+	// column keeps its own: Engine.staged).
+	stagedState
 	// waitedPuts counts slots whose read was still pending when put; a
 	// test reads it to know the guard was exercised.
 	waitedPuts int

@@ -35,27 +35,35 @@ type stagedPlan struct {
 // or a style that injects in the routing layer) or leaves out zero and
 // hands the job to enqueue, to be computed at the injection layer.
 func (e *Engine) routeStaged(lp *layerPlan, sel []int, w []float64, sum float64, hn, out []float32) error {
-	if ln := e.ln; ln != nil {
-		return e.routeStagedLane(ln, lp, sel, w, sum, hn, out)
-	}
-	x := e.xio
-	if err := x.err; err != nil {
-		x.err = nil
+	st := e.staged()
+	if err := st.err; err != nil {
+		st.err = nil
 		return err
 	}
-	j := e.newStagedJob(&x.jobs, lp, sel, w, sum)
-	ranges := e.m.Layers[lp.idx].Experts
-	for _, ex := range sel {
-		j.slots = append(j.slots, x.stage(ranges[ex]))
-	}
+	j := e.newStagedJob(&st.jobs, lp, sel, w, sum)
 	clear(out)
-	if x.mode == ExpertIODirect && e.h.CombineStyle.DefersExperts() {
+	if ln := e.ln; ln != nil {
+		// A batch column: the driver issues every column's reads for
+		// this routing at once (stageLanes).
+		ln.req = request{stage: j}
+		ln.wait()
+		if j.batch == nil {
+			st.jobs = append(st.jobs, j)
+			return errBatchAbandoned
+		}
+	} else {
+		ranges := e.m.Layers[lp.idx].Experts
+		for _, ex := range sel {
+			j.slots = append(j.slots, e.xio.stage(ranges[ex]))
+		}
+	}
+	if e.xio.mode == ExpertIODirect && e.h.CombineStyle.DefersExperts() {
 		copy(j.hn, hn)
-		x.staged = j
+		st.staged = j
 		return nil
 	}
 	err := e.computeStaged(j, out) // actD still holds hn from the router
-	x.release(j)
+	e.releaseJob(j)
 	return err
 }
 
@@ -81,12 +89,9 @@ func (e *Engine) takeStaged() *stagedJob {
 	if e.xio == nil {
 		return nil
 	}
-	at := &e.xio.staged
-	if ln := e.ln; ln != nil {
-		at = &ln.xs.staged
-	}
-	j := *at
-	*at = nil
+	st := e.staged()
+	j := st.staged
+	st.staged = nil
 	return j
 }
 
@@ -98,8 +103,8 @@ func (e *Engine) finishStaged(j *stagedJob, out []float32) {
 	e.prepare(stMoE, e.bf.actD, j.hn)
 	if err := e.computeStaged(j, out); err != nil {
 		clear(out)
-		if f := e.stagedFailure(); *f == nil {
-			*f = err
+		if st := e.staged(); st.err == nil {
+			st.err = err
 		}
 	}
 	e.releaseJob(j)
@@ -159,9 +164,9 @@ func (e *Engine) stagedErr() error {
 	if e.xio == nil {
 		return nil
 	}
-	f := e.stagedFailure()
-	err := *f
-	*f = nil
+	st := e.staged()
+	err := st.err
+	st.err = nil
 	return err
 }
 
