@@ -248,13 +248,7 @@ func BenchmarkDotBatchTile(b *testing.B) {
 			}
 			for _, B := range []int{1, 4, 8} {
 				b.Run(fmt.Sprintf("type=%s/kernel=%s/B=%d", typ, name, B), func(b *testing.B) {
-					rng := rand.New(rand.NewPCG(1, uint64(B)))
-					xs, ys := make([]*Vec, B), make([][]float32, B)
-					for j := range xs {
-						xs[j] = k.NewVec(cols)
-						xs[j].Set(randActivation(rng, 0, cols)[:cols])
-						ys[j] = make([]float32, rows)
-					}
+					xs, ys := benchColumns(k, B, rows, cols)
 					best := time.Duration(1 << 62)
 					b.ResetTimer()
 					for range b.N {
@@ -308,11 +302,10 @@ func BenchmarkDotBatchDRAM(b *testing.B) {
 	}
 }
 
-// benchStripes applies m (rows×cols) to B random columns with DotBatch a
-// stripe at a time, b.N times, and returns a stripe's weight bytes and the
-// median stripe's seconds: as in benchMatrix, the median stripe is what
-// one core does when no other process takes its time slice.
-func benchStripes(b *testing.B, k *Kernel, m *matrix, rows, cols, B int) (bytes, sec float64) {
+// benchColumns is a DotBatch benchmark's B columns: seeded random
+// activations of kernel k over cols inputs (the same for a given B in
+// every benchmark) and zeroed outputs of rows each.
+func benchColumns(k *Kernel, B, rows, cols int) ([]*Vec, [][]float32) {
 	rng := rand.New(rand.NewPCG(1, uint64(B)))
 	xs, ys := make([]*Vec, B), make([][]float32, B)
 	for j := range xs {
@@ -320,6 +313,15 @@ func benchStripes(b *testing.B, k *Kernel, m *matrix, rows, cols, B int) (bytes,
 		xs[j].Set(randActivation(rng, 0, cols)[:cols])
 		ys[j] = make([]float32, rows)
 	}
+	return xs, ys
+}
+
+// benchStripes applies m (rows×cols) to B random columns with DotBatch a
+// stripe at a time, b.N times, and returns a stripe's weight bytes and the
+// median stripe's seconds: as in benchMatrix, the median stripe is what
+// one core does when no other process takes its time slice.
+func benchStripes(b *testing.B, k *Kernel, m *matrix, rows, cols, B int) (bytes, sec float64) {
+	xs, ys := benchColumns(k, B, rows, cols)
 	yv := make([][]float32, B)
 	ct := cols / MaxTileCols
 	laps := make([]time.Duration, 0, b.N*len(m.tiles)/ct)
