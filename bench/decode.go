@@ -61,6 +61,15 @@ type Result struct {
 	PromptRuns   []float64 `json:"prompt_runs_tok_s,omitempty"`
 	PromptTokS   float64   `json:"prompt_tok_s,omitempty"`
 	Batch        int       `json:"prompt_batch,omitempty"`
+	// HugePages is how much of the model's mapping the kernel mapped with
+	// 2 MiB pages once the timed runs had read it (nil where smaps cannot
+	// say): below ~0.9 decode pays TLB misses the page cache's small folios
+	// cause, not the engine (14–15 against 19–20 tok/s on the Zen 3 VM,
+	// docs/PERFORMANCE.md, "Session 7"), and `cflowc dev recache` fixes it.
+	// HugePageBytes of MappedBytes are the figures behind the fraction.
+	HugePageFraction *float64 `json:"huge_page_fraction,omitempty"`
+	HugePageBytes    int64    `json:"huge_page_bytes,omitempty"`
+	MappedBytes      int64    `json:"mapped_bytes,omitempty"`
 }
 
 // StreamBytesPerToken is weight bytes read per decoded token by stream, from
@@ -163,6 +172,10 @@ func Run(m *cflowfmt.Model, cfg Config) (*Result, error) {
 	}
 	if cfg.Profile != nil {
 		pprof.StopCPUProfile()
+	}
+	if h, err := cflowfmt.MappedHugePages(m.Image); err == nil && h.Size > 0 {
+		f := h.Fraction()
+		r.HugePageFraction, r.HugePageBytes, r.MappedBytes = &f, h.Huge, h.Size
 	}
 	p := ReadBandwidth(cfg.ProbeBytes, cfg.Threads, cfg.ProbeRuns)
 	r.ProbeRuns, r.RooflineGBs = p.GBs, p.Median

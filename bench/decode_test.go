@@ -3,6 +3,7 @@ package bench
 import (
 	"math"
 	"path/filepath"
+	goruntime "runtime"
 	"testing"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
@@ -75,6 +76,14 @@ func TestRunAccountsBytesPerToken(t *testing.T) {
 	}
 	if r.Threads != 2 || r.Quant != "q4_0" || r.Kernel == "" {
 		t.Errorf("labels: %+v", r)
+	}
+	// The page-size report measures the model's own mapping: all of the
+	// file, no more (smaps reports where Linux has it).
+	if goruntime.GOOS == "linux" {
+		if r.HugePageFraction == nil || r.MappedBytes != f.Size || r.HugePageBytes > r.MappedBytes ||
+			*r.HugePageFraction != float64(r.HugePageBytes)/float64(r.MappedBytes) {
+			t.Errorf("huge pages: %v of %d bytes (fraction %v), want of the %d-byte file", r.HugePageBytes, r.MappedBytes, r.HugePageFraction, f.Size)
+		}
 	}
 }
 

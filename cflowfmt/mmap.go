@@ -10,6 +10,10 @@ import (
 // MapFile maps path read-only and returns the bytes and an unmap function.
 // Files too small to map (empty) are read instead, so parsers always see
 // the real length and report a FormatError rather than an mmap error.
+// The mapping asks for 2 MiB pages (adviseHuge, hugepages_linux.go): decode
+// streams all of it every token, and on 4 KiB pages it paid a TLB miss per
+// page (14–15 against 19–20 tok/s on the Zen 3 VM; docs/PERFORMANCE.md,
+// "Session 7: the model mapping on 2 MiB pages").
 func MapFile(path string) ([]byte, func() error, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -24,7 +28,7 @@ func MapFile(path string) ([]byte, func() error, error) {
 	if !st.Mode().IsRegular() {
 		return nil, nil, fmt.Errorf("%s: not a regular file", path)
 	}
-	if size < 4096 {
+	if size < minMapSize {
 		b, err := os.ReadFile(path)
 		return b, func() error { return nil }, err
 	}
@@ -35,5 +39,10 @@ func MapFile(path string) ([]byte, func() error, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: mmap: %w", path, err)
 	}
+	adviseHuge(b)
 	return b, func() error { return unix.Munmap(b) }, nil
 }
+
+// minMapSize is the smallest file MapFile maps; smaller ones are read into
+// the heap, which OpenMapped does not report as a mapping (Model.Image).
+const minMapSize = 4096

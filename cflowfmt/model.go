@@ -65,4 +65,9 @@ type Model struct {
 	ExpertTiles func(layer, e int) ([]MappedTile, error)
 	// Close releases the mapping; tiles must not be used afterwards.
 	Close func() error
+	// Image is the mapping of the whole file the tiles alias (nil when the
+	// image was not mapped: OpenBytes, files under a page), so bench can
+	// report how much of it the kernel maps with 2 MiB pages
+	// (MappedHugePages). Set by OpenMapped.
+	Image []byte
 }

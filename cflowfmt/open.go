@@ -21,8 +21,12 @@ func OpenMapped[F Image](path string, parse func(data []byte, name string) (F, e
 	f, err := ParseImage(data, path, parse, unmap)
 	if err != nil {
 		unmap()
+		return f, err
 	}
-	return f, err
+	if len(data) >= minMapSize {
+		f.FileModel().Image = data
+	}
+	return f, nil
 }
 
 // ParseImage parses an image already in memory (tests, fuzzing, files read

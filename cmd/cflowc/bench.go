@@ -125,6 +125,7 @@ func runBench(c *cli.Context) error {
 			return cli.Exit("bench: --cpuprofile: "+err.Error(), exitError)
 		}
 	}
+	defer warnSmallPages(in, r)
 	if c.Bool("json") {
 		return json.NewEncoder(os.Stdout).Encode(r)
 	}
@@ -143,7 +144,27 @@ func runBench(c *cli.Context) error {
 	if r.Tokens > 0 {
 		fmt.Printf("roofline      %8.2f tok/s; reached %.1f%%\n", r.RooflineTokS, 100*r.RooflineFrac)
 	}
+	if r.HugePageFraction != nil {
+		fmt.Printf("2 MiB pages   %s of the model mapping\n", cflowfmt.HugePages{Huge: r.HugePageBytes, Size: r.MappedBytes})
+	}
 	return nil
+}
+
+// warnSmallPages tells, on stderr, when less than 90% of a model mapping
+// of at least 16 MiB was on 2 MiB pages (smaller ones lose too much to
+// their unaligned ends to judge), and the fix: the decode figure then
+// includes TLB misses of the page cache's small folios, not the engine's
+// speed.
+func warnSmallPages(in string, r *bench.Result) {
+	if r.HugePageFraction == nil || *r.HugePageFraction >= 0.9 || r.MappedBytes < 16<<20 {
+		return
+	}
+	h := cflowfmt.HugePages{Huge: r.HugePageBytes, Size: r.MappedBytes}
+	if m := cflowfmt.THPEnabled(); m == "never" || m == "" {
+		fmt.Fprintf(os.Stderr, "warning: only %s of the model mapping are on 2 MiB pages: transparent huge pages are off (%q), so decode pays a TLB miss per 4 KiB\n", h, m)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "warning: only %s of the model mapping are on 2 MiB pages (the page cache holds the rest in small folios), so decode pays a TLB miss per 4 KiB; 'cflowc dev recache %s' re-reads it in 2 MiB folios\n", h, in)
 }
 
 func benchList(xs []float64) string {

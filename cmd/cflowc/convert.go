@@ -63,6 +63,7 @@ func runConvert(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit("convert: "+err.Error(), exitUsage)
 	}
+	dropOutputCache(c.String("output"))
 	for _, n := range res.Notes {
 		fmt.Fprintln(os.Stderr, "note:", n)
 	}

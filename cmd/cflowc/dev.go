@@ -20,7 +20,7 @@ import (
 func init() {
 	commands = append(commands, &cli.Command{
 		Name:  "dev",
-		Usage: "developer tools (synthetic checkpoints)",
+		Usage: "developer tools (synthetic checkpoints, page-cache recache)",
 		Subcommands: []*cli.Command{{
 			Name:  "synth",
 			Usage: "write a seeded random Llama or Gemma 4 (gemma4_*) checkpoint (config.json + safetensors)",
@@ -60,7 +60,7 @@ func init() {
 				fmt.Fprintf(os.Stderr, "wrote %s in %.1f s\n", c.String("output"), time.Since(start).Seconds())
 				return nil
 			},
-		}, synthMoECommand()},
+		}, synthMoECommand(), recacheCommand()},
 	})
 }
 

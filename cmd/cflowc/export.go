@@ -64,6 +64,7 @@ func runExportGGUF(c *cli.Context) error {
 	if err := cflowfmt.GuardFault(in, func() error { return gguf.Write(m, out, opt) }); err != nil {
 		return lateExit("export gguf", err)
 	}
+	dropOutputCache(out)
 	st, err := os.Stat(out)
 	if err != nil {
 		return cli.Exit(err.Error(), exitError)
