@@ -7,7 +7,8 @@
 # The servers run one after the other (never together), on loopback.
 #   1. build cflowc and serveload          → OUT/cflowc, OUT/serveload
 #   2. build llama.cpp (llama-cpp.sh)       → bench/llama.cpp/build/bin/llama-server
-#   3. TinyLlama-geometry Q4_0 .cflow and its GGUF export (as side-by-side.sh)
+#   3. TinyLlama-geometry Q4_0 .cflow and its GGUF export (as side-by-side.sh),
+#      both recached (cflowc dev recache) so both servers map 2 MiB pages
 #   4. for each server: start it with --parallel = the largest level, wait
 #      for /health, run serveload, stop it
 #   5. repeat step 4 ROUNDS times (the servers alternate), report medians
@@ -56,6 +57,13 @@ gguf="${cflow%.cflow}.gguf"
 if [ ! -f "$gguf" ] || [ "$gguf" -ot "$cflow" ]; then
 	"$cflowc" export gguf -o "$gguf" "$cflow"
 fi
+# Both engines map their file; the page cache may hold either in small
+# folios (written by convert/export, or read with read()), which a mapping
+# can only put on 4 KiB pages: 262 of 605 MB of the TinyLlama file, decode
+# 14–15 instead of 19–20 tok/s (docs/PERFORMANCE.md, "Session 7"). Recache
+# both so the two engines run on the same page sizes, and log each file's
+# 2 MiB share.
+"$cflowc" dev recache "$cflow" "$gguf"
 vocab=$("$cflowc" inspect --json "$cflow" | python3 -c 'import json,sys; print(json.load(sys.stdin)["header"]["vocab_size"])')
 np=$(echo $clients | tr ' ' '\n' | sort -n | tail -1)
 levels=$(echo $clients | tr ' ' ',')

@@ -5,7 +5,8 @@
 #   1. build cflowc                     → bench/out/cflowc
 #   2. build llama.cpp (llama-cpp.sh)   → bench/llama.cpp/build/bin/llama-bench
 #   3. synthesize a seeded TinyLlama-1.1B-geometry f16 checkpoint
-#   4. convert it to Q4_0 .cflow, export that to GGUF (identical Q4_0 blocks)
+#   4. convert it to Q4_0 .cflow, export that to GGUF (identical Q4_0 blocks);
+#      recache both (cflowc dev recache) so both engines map 2 MiB pages
 #   5. ROUNDS × for each thread count: llama-bench -p PROMPT -n TOKENS -t T,
 #      then cflowc bench --threads T --prompt PROMPT --tokens TOKENS; each
 #      reports its medians (ppPROMPT and tgTOKENS)
@@ -50,6 +51,13 @@ gguf="${cflow%.cflow}.gguf"
 if [ ! -f "$gguf" ] || [ "$gguf" -ot "$cflow" ]; then
 	"$cflowc" export gguf -o "$gguf" "$cflow"
 fi
+# Both engines map their file; the page cache may hold either in small
+# folios (written by convert/export, or read with read()), which a mapping
+# can only put on 4 KiB pages: 262 of 605 MB of the TinyLlama file, decode
+# 14–15 instead of 19–20 tok/s (docs/PERFORMANCE.md, "Session 7"). Recache
+# both so the two engines run on the same page sizes, and log each file's
+# 2 MiB share.
+"$cflowc" dev recache "$cflow" "$gguf"
 
 res="$out/results.jsonl"
 : > "$res"
@@ -68,7 +76,8 @@ for r in json.loads(sys.argv[1]):
 r=json.loads(sys.argv[1])
 print(json.dumps({"engine":"cflowc","test":"tg","round":int(sys.argv[2]),"threads":r["threads"],"tok_s":r["decode_tok_s"],
  "gb_s":r["gb_s"],"roofline_gb_s":r["roofline_gb_s"],"roofline_tok_s":r["roofline_tok_s"],
- "roofline_fraction":r["roofline_fraction"],"bytes_per_token":r["bytes_per_token"],"kernel":r["kernel"],"cpu":r["cpu"]}))
+ "roofline_fraction":r["roofline_fraction"],"bytes_per_token":r["bytes_per_token"],"kernel":r["kernel"],"cpu":r["cpu"],
+ "huge_page_fraction":r.get("huge_page_fraction")}))
 if r.get("prompt_tokens"):
     print(json.dumps({"engine":"cflowc","test":"pp","round":int(sys.argv[2]),"threads":r["threads"],"tok_s":r["prompt_tok_s"],"cpu":r["cpu"]}))' "$cf" "$round" >> "$res"
 		echo "round $round, $t thread(s): done" >&2
@@ -87,6 +96,9 @@ ts = sorted({r["threads"] for r in rows})
 cf = [r for r in rows if r["engine"] == "cflowc" and r["test"] == "tg"]
 print()
 print(f"CPU {cf[0]['cpu']}; cflowc kernel {cf[0]['kernel']}, {cf[0]['bytes_per_token']/1e6:.1f} MB of weights per token; medians over {max(r['round'] for r in rows)} interleaved rounds")
+hp = [r["huge_page_fraction"] for r in cf if r.get("huge_page_fraction") is not None]
+if hp:
+    print(f"cflowc's model mapping on 2 MiB pages: {100*min(hp):.0f}–{100*max(hp):.0f}% over the runs")
 print()
 print("decode (tg):")
 print()
