@@ -53,7 +53,7 @@ if [ ! -f "$gguf" ] || [ "$gguf" -ot "$cflow" ]; then
 fi
 # Both engines map their file; the page cache may hold either in small
 # folios (written by convert/export, or read with read()), which a mapping
-# can only put on 4 KiB pages: 262 of 605 MB of the TinyLlama file, decode
+# can only put on 4 KiB pages: 43% of the TinyLlama file PMD-mapped, decode
 # 14–15 instead of 19–20 tok/s (docs/PERFORMANCE.md, "Session 7"). Recache
 # both so the two engines run on the same page sizes, and log each file's
 # 2 MiB share.

@@ -72,8 +72,8 @@ func TestParseSmapsHuge(t *testing.T) {
 }
 
 func TestHugePagesString(t *testing.T) {
-	h := HugePages{Huge: 604_000_000, Size: 605_400_000}
-	if s := h.String(); s != "604 of 605 MB" {
+	h := HugePages{Huge: 604 << 20, Size: 605<<20 + 400<<10}
+	if s := h.String(); s != "604 of 605 MiB" {
 		t.Errorf("String() = %q", s)
 	}
 	if f := h.Fraction(); f < 0.997 || f > 0.998 {

@@ -78,7 +78,7 @@ func TestDevRecache(t *testing.T) {
 		}
 	}
 	text := stdoutOf(t, func() { code = runMain([]string{"cflowc", "dev", "recache", a}, io.Discard) })
-	if code != 0 || !strings.Contains(text, a+": 2 MiB pages ") || !strings.Contains(text, " MB after") {
+	if code != 0 || !strings.Contains(text, a+": 2 MiB pages ") || !strings.Contains(text, " MiB after") {
 		t.Errorf("text: exit %d, %q", code, text)
 	}
 
