@@ -2,10 +2,7 @@
 
 package cflowfmt
 
-import (
-	"errors"
-	"os"
-)
+import "errors"
 
 // errNoSmaps is what the page-size reports return where there is no
 // /proc/self/smaps or THP (everything but Linux).
@@ -24,5 +21,3 @@ func THPEnabled() string { return "" }
 // DropPageCache does nothing elsewhere: the folio sizes it fixes are
 // Linux's.
 func DropPageCache(string) error { return nil }
-
-func dropPageCache(*os.File) error { return errNoSmaps }
