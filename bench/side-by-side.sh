@@ -98,7 +98,8 @@ print()
 print(f"CPU {cf[0]['cpu']}; cflowc kernel {cf[0]['kernel']}, {cf[0]['bytes_per_token']/1e6:.1f} MB of weights per token; medians over {max(r['round'] for r in rows)} interleaved rounds")
 hp = [r["huge_page_fraction"] for r in cf if r.get("huge_page_fraction") is not None]
 if hp:
-    print(f"cflowc's model mapping on 2 MiB pages: {100*min(hp):.0f}–{100*max(hp):.0f}% over the runs")
+    span = f"{100*min(hp):.0f}%" if round(100*min(hp)) == round(100*max(hp)) else f"{100*min(hp):.0f}–{100*max(hp):.0f}%"
+    print(f"cflowc's model mapping on 2 MiB pages: {span} over the runs")
 print()
 print("decode (tg):")
 print()
