@@ -154,31 +154,40 @@ l1: \
 // column gets Dot's bits for every tile shape. The last rows mod 4 run
 // one at a time as blocks of one row repeated (stride 0), keeping lane 0.
 //
-// Frame: column c's block (Q4COLPREP) at c·1280; its tables for the
-// current block at 5120 + c·128; 64 bytes of scale slots at 5632.
-#define X4T(c) (5120+(c)*128)
-#define X4SLOT 5632
+// Frame, from SP+k: column c's block (Q4COLPREP) at c·1280; its tables
+// for the current block at 5120 + c·128; 64 bytes of scale slots at 5632.
+// Go aligns SP to 8 bytes only, and with the frame 8, 16 or 24 bytes off
+// a 32-byte boundary half of the loop's 32-byte frame loads cross a cache
+// line. So the kernel is four copies of one body (X4BODY), one per
+// k ∈ {0, 8, 16, 24}, each addressing the frame SP-relative at the
+// constant displacement k that makes SP+k 32-byte aligned; the entry
+// picks the copy from SP mod 32 (docs/PERFORMANCE.md, "Session 7").
+// Reading the frame through another base register (SP rounded up) was
+// slower from DRAM on Zen 3 ("Session 6: the schedule").
+#define X4COL(k, c) ((k)+(c)*1280)
+#define X4T(k, c) ((k)+5120+(c)*128)
+#define X4SLOT(k) ((k)+5632)
 
 // X4PAIR runs group pair p of the block against the four columns (the
 // first pair starts the accumulators); w0..w3 as in Q4BUILD.
-#define X4PAIR(p, w0, w1, w2, w3, ACC) \
+#define X4PAIR(k, p, w0, w1, w2, w3, ACC) \
 	Q4BUILD(p, w0, w1, w2, w3);      \
-	Q4SUM(0, p);                     \
-	ACC(X4T(0)+32*(p), Y0);          \
-	Q4SUM(1280, p);                  \
-	ACC(X4T(1)+32*(p), Y1);          \
-	Q4SUM(2560, p);                  \
-	ACC(X4T(2)+32*(p), Y2);          \
-	Q4SUM(3840, p);                  \
-	ACC(X4T(3)+32*(p), Y3)
+	Q4SUM(X4COL(k, 0), p);           \
+	ACC(X4T(k, 0)+32*(p), Y0);       \
+	Q4SUM(X4COL(k, 1), p);           \
+	ACC(X4T(k, 1)+32*(p), Y1);       \
+	Q4SUM(X4COL(k, 2), p);           \
+	ACC(X4T(k, 2)+32*(p), Y2);       \
+	Q4SUM(X4COL(k, 3), p);           \
+	ACC(X4T(k, 3)+32*(p), Y3)
 
 // X4TABS writes the four columns' tables from the block's row scales
 // (Y4..Y7, Q4SCALES).
-#define X4TABS \
-	Q4TAB(0, X4T(0));    \
-	Q4TAB(1280, X4T(1)); \
-	Q4TAB(2560, X4T(2)); \
-	Q4TAB(3840, X4T(3))
+#define X4TABS(k) \
+	Q4TAB(X4COL(k, 0), X4T(k, 0)); \
+	Q4TAB(X4COL(k, 1), X4T(k, 1)); \
+	Q4TAB(X4COL(k, 2), X4T(k, 2)); \
+	Q4TAB(X4COL(k, 3), X4T(k, 3))
 
 // X4OUT4 adds column c's four row sums (acc, its low half x) into its y
 // (pointer at c·40+32(BX)) at row offset R9; X4OUT1 only lane 0.
@@ -196,111 +205,127 @@ l1: \
 
 // X4COLPREP fills column c's block from cols[c] (at BX; vnniCol: xl, xh,
 // c4, dx, y at +0..+32).
-#define X4COLPREP(c) \
+#define X4COLPREP(k, c) \
 	MOVQ ((c)*40)(BX), AX;    \
 	MOVQ ((c)*40+8)(BX), DX;  \
 	MOVQ ((c)*40+16)(BX), R10; \
 	MOVQ ((c)*40+24)(BX), R11; \
-	Q4COLPREP((c)*1280, AX, DX, R10, R11)
+	Q4COLPREP(X4COL(k, c), AX, DX, R10, R11)
 
-TEXT ·q4avx2i8x4(SB), $5696-40
+// X4BODY is the whole kernel for frame displacement k, from the column
+// prep to the jump to done; the other arguments are its labels, unique
+// per expansion.
+#define X4BODY(k, done, full, gen, gtab, gh0, gh1, gh2, gh3, gend, gend1, g1, g4slow, g4r, g4e, g1r, g1e) \
+	X4COLPREP(k, 0);                   \
+	X4COLPREP(k, 1);                   \
+	X4COLPREP(k, 2);                   \
+	X4COLPREP(k, 3);                   \
+	XORQ       R9, R9;                 \
+	Q4ENTRY(X4SLOT(k), sc16mask4<>, gen); \
+full: \
+	Q4PF8(PREFETCHT0, X4PFD);          \
+	Q4SCALES((SI), 16(SI), 32(SI), 48(SI)); \
+	X4TABS(k);                         \
+	X4PAIR(k, 0, Y4, Y6, Y8, Y10, Q4ACC0); \
+	X4PAIR(k, 1, Y4, Y6, Y8, Y10, Q4ACC); \
+	X4PAIR(k, 2, Y4, Y6, Y8, Y10, Q4ACC); \
+	X4PAIR(k, 3, Y4, Y6, Y8, Y10, Q4ACC); \
+	X4OUT4(0, Y0, X0);                 \
+	X4OUT4(1, Y1, X1);                 \
+	X4OUT4(2, Y2, X2);                 \
+	X4OUT4(3, Y3, X3);                 \
+	ADDQ       $512, DI;               \
+	ADDQ       $64, SI;                \
+	ADDQ       $16, R9;                \
+	SUBQ       $4, CX;                 \
+	CMPQ       CX, $4;                 \
+	JGE        full;                   \
+gen: \
+	TESTQ CX, CX;                      \
+	JZ    done;                        \
+	Q4PF7(PREFETCHT0, X4PFD);          \
+	Q4SCROWS(X4SLOT(k), g1, g4slow, g4r, g4e, g1r, g1e, gtab); \
+gtab: \
+	X4TABS(k);                         \
+	CMPQ    R8, $2;                    \
+	JLT     gh0;                       \
+	X4PAIR(k, 0, Y4, Y6, Y8, Y10, Q4ACC0); \
+	CMPQ    R8, $4;                    \
+	JLT     gh1;                       \
+	X4PAIR(k, 1, Y4, Y6, Y8, Y10, Q4ACC); \
+	CMPQ    R8, $6;                    \
+	JLT     gh2;                       \
+	X4PAIR(k, 2, Y4, Y6, Y8, Y10, Q4ACC); \
+	CMPQ    R8, $8;                    \
+	JLT     gh3;                       \
+	X4PAIR(k, 3, Y4, Y6, Y8, Y10, Q4ACC); \
+	JMP     gend;                      \
+gh0: \
+	X4PAIR(k, 0, X4, X6, X8, X10, Q4ACC0); \
+	JMP     gend;                      \
+gh1: \
+	TESTQ   $1, R8;                    \
+	JZ      gend;                      \
+	X4PAIR(k, 1, X4, X6, X8, X10, Q4ACC); \
+	JMP     gend;                      \
+gh2: \
+	TESTQ   $1, R8;                    \
+	JZ      gend;                      \
+	X4PAIR(k, 2, X4, X6, X8, X10, Q4ACC); \
+	JMP     gend;                      \
+gh3: \
+	TESTQ   $1, R8;                    \
+	JZ      gend;                      \
+	X4PAIR(k, 3, X4, X6, X8, X10, Q4ACC); \
+gend: \
+	CMPQ    CX, $4;                    \
+	JLT     gend1;                     \
+	X4OUT4(0, Y0, X0);                 \
+	X4OUT4(1, Y1, X1);                 \
+	X4OUT4(2, Y2, X2);                 \
+	X4OUT4(3, Y3, X3);                 \
+	LEAQ    (DI)(R12*4), DI;           \
+	LEAQ    (SI)(R13*4), SI;           \
+	ADDQ    $16, R9;                   \
+	SUBQ    $4, CX;                    \
+	JMP     gen;                       \
+gend1: \
+	X4OUT1(0, Y0, X0);                 \
+	X4OUT1(1, Y1, X1);                 \
+	X4OUT1(2, Y2, X2);                 \
+	X4OUT1(3, Y3, X3);                 \
+	ADDQ    R12, DI;                   \
+	ADDQ    R13, SI;                   \
+	ADDQ    $4, R9;                    \
+	DECQ    CX;                        \
+	JMP     gen
+
+// The frame is the 5696 bytes above plus 24 for the largest k.
+TEXT ·q4avx2i8x4(SB), $5720-40
 	MOVQ         sc+0(FP), SI
 	MOVQ         data+8(FP), DI
 	MOVQ         rows+16(FP), CX
 	MOVQ         groups+24(FP), R8
 	MOVQ         cols+32(FP), BX
-	X4COLPREP(0)
-	X4COLPREP(1)
-	X4COLPREP(2)
-	X4COLPREP(3)
-	XORQ         R9, R9
-	Q4ENTRY(X4SLOT, sc16mask4<>, q4x4gen)
+	MOVQ         SP, AX
+	NEGQ         AX
+	ANDQ         $31, AX
+	CMPQ         AX, $8
+	JEQ          q4x4k8
+	CMPQ         AX, $16
+	JEQ          q4x4k16
+	CMPQ         AX, $24
+	JEQ          q4x4k24
+	X4BODY(0, q4x4done, q4x4full0, q4x4gen0, q4x4gtab0, q4x4gh00, q4x4gh10, q4x4gh20, q4x4gh30, q4x4gend0, q4x4gendone0, q4x4g10, q4x4g4slow0, q4x4g4r0, q4x4g4e0, q4x4g1r0, q4x4g1e0)
 
-q4x4full:
-	Q4PF8(PREFETCHT0, X4PFD)
-	Q4SCALES((SI), 16(SI), 32(SI), 48(SI))
-	X4TABS
-	X4PAIR(0, Y4, Y6, Y8, Y10, Q4ACC0)
-	X4PAIR(1, Y4, Y6, Y8, Y10, Q4ACC)
-	X4PAIR(2, Y4, Y6, Y8, Y10, Q4ACC)
-	X4PAIR(3, Y4, Y6, Y8, Y10, Q4ACC)
-	X4OUT4(0, Y0, X0)
-	X4OUT4(1, Y1, X1)
-	X4OUT4(2, Y2, X2)
-	X4OUT4(3, Y3, X3)
-	ADDQ       $512, DI
-	ADDQ       $64, SI
-	ADDQ       $16, R9
-	SUBQ       $4, CX
-	CMPQ       CX, $4
-	JGE        q4x4full
+q4x4k8:
+	X4BODY(8, q4x4done, q4x4full8, q4x4gen8, q4x4gtab8, q4x4gh08, q4x4gh18, q4x4gh28, q4x4gh38, q4x4gend8, q4x4gendone8, q4x4g18, q4x4g4slow8, q4x4g4r8, q4x4g4e8, q4x4g1r8, q4x4g1e8)
 
-q4x4gen:
-	TESTQ CX, CX
-	JZ    q4x4done
-	Q4PF7(PREFETCHT0, X4PFD)
-	Q4SCROWS(X4SLOT, q4x4g1, q4x4g4slow, q4x4g4r, q4x4g4e, q4x4g1r, q4x4g1e, q4x4gtab)
+q4x4k16:
+	X4BODY(16, q4x4done, q4x4full16, q4x4gen16, q4x4gtab16, q4x4gh016, q4x4gh116, q4x4gh216, q4x4gh316, q4x4gend16, q4x4gendone16, q4x4g116, q4x4g4slow16, q4x4g4r16, q4x4g4e16, q4x4g1r16, q4x4g1e16)
 
-q4x4gtab:
-	X4TABS
-	CMPQ    R8, $2
-	JLT     q4x4gh0
-	X4PAIR(0, Y4, Y6, Y8, Y10, Q4ACC0)
-	CMPQ    R8, $4
-	JLT     q4x4gh1
-	X4PAIR(1, Y4, Y6, Y8, Y10, Q4ACC)
-	CMPQ    R8, $6
-	JLT     q4x4gh2
-	X4PAIR(2, Y4, Y6, Y8, Y10, Q4ACC)
-	CMPQ    R8, $8
-	JLT     q4x4gh3
-	X4PAIR(3, Y4, Y6, Y8, Y10, Q4ACC)
-	JMP     q4x4gend
-
-q4x4gh0:
-	X4PAIR(0, X4, X6, X8, X10, Q4ACC0)
-	JMP     q4x4gend
-
-q4x4gh1:
-	TESTQ   $1, R8
-	JZ      q4x4gend
-	X4PAIR(1, X4, X6, X8, X10, Q4ACC)
-	JMP     q4x4gend
-
-q4x4gh2:
-	TESTQ   $1, R8
-	JZ      q4x4gend
-	X4PAIR(2, X4, X6, X8, X10, Q4ACC)
-	JMP     q4x4gend
-
-q4x4gh3:
-	TESTQ   $1, R8
-	JZ      q4x4gend
-	X4PAIR(3, X4, X6, X8, X10, Q4ACC)
-
-q4x4gend:
-	CMPQ    CX, $4
-	JLT     q4x4gend1
-	X4OUT4(0, Y0, X0)
-	X4OUT4(1, Y1, X1)
-	X4OUT4(2, Y2, X2)
-	X4OUT4(3, Y3, X3)
-	LEAQ    (DI)(R12*4), DI
-	LEAQ    (SI)(R13*4), SI
-	ADDQ    $16, R9
-	SUBQ    $4, CX
-	JMP     q4x4gen
-
-q4x4gend1:
-	X4OUT1(0, Y0, X0)
-	X4OUT1(1, Y1, X1)
-	X4OUT1(2, Y2, X2)
-	X4OUT1(3, Y3, X3)
-	ADDQ    R12, DI
-	ADDQ    R13, SI
-	ADDQ    $4, R9
-	DECQ    CX
-	JMP     q4x4gen
+q4x4k24:
+	X4BODY(24, q4x4done, q4x4full24, q4x4gen24, q4x4gtab24, q4x4gh024, q4x4gh124, q4x4gh224, q4x4gh324, q4x4gend24, q4x4gendone24, q4x4g124, q4x4g4slow24, q4x4g4r24, q4x4g4e24, q4x4g1r24, q4x4g1e24)
 
 q4x4done:
 	VZEROUPPER

@@ -113,11 +113,118 @@ GLOBL q4ones<>(SB), RODATA|NOPTR, $32
 // last rows one at a time as a block whose four rows are the same row
 // (stride 0), keeping lane 0.
 //
-// Frame: the column block (Q4COLPREP) at 0, the block's tables at 1280,
-// 64 bytes of scale slots (16 per row, zero past the row's groups) at 1408.
-#define S1T 1280
-#define S1SLOT 1408
-TEXT ·q4avx2i8(SB), $1472-72
+// Frame, from SP+k: the column block (Q4COLPREP) at 0, the block's tables
+// at 1280, 64 bytes of scale slots (16 per row, zero past the row's
+// groups) at 1408. As in q4avx2i8x4 (batch_avx2i8_amd64.s), the kernel is
+// four copies of one body (S1BODY), one per displacement k ∈ {0, 8, 16,
+// 24}, picked at entry so that SP+k is 32-byte aligned and no 32-byte
+// frame load crosses a cache line.
+#define S1COL(k) (k)
+#define S1T(k) ((k)+1280)
+#define S1SLOT(k) ((k)+1408)
+
+// S1PAIR runs group pair p of the block (w0..w3 as in Q4BUILD) into Y0.
+#define S1PAIR(k, p, w0, w1, w2, w3, ACC) \
+	Q4BUILD(p, w0, w1, w2, w3); \
+	Q4SUM(S1COL(k), p);         \
+	ACC(S1T(k)+32*(p), Y0)
+
+// S1BODY is the whole kernel for frame displacement k once the
+// arguments are loaded, from the column prep to the jump to done; the
+// other arguments are its labels, unique per expansion.
+#define S1BODY(k, done, edge, full, gen, gtab, gh0, gh1, gh2, gh3, gend, gend1, g1, g4slow, g4r, g4e, g1r, g1e) \
+	Q4COLPREP(S1COL(k), AX, BX, DX, R14);  \
+	Q4ENTRY(S1SLOT(k), sc16mask<>, gen);   \
+	MOVQ         DI, AX;                   \
+	MOVQ         $(PFD/64), BX;            \
+edge: \
+	PREFETCHNTA  (AX);                     \
+	ADDQ         $64, AX;                  \
+	DECQ         BX;                       \
+	JNZ          edge;                     \
+full: \
+	Q4PF8(PREFETCHNTA, PFD);               \
+	Q4SCALES((SI), 16(SI), 32(SI), 48(SI)); \
+	Q4TAB(S1COL(k), S1T(k));               \
+	S1PAIR(k, 0, Y4, Y6, Y8, Y10, Q4ACC0); \
+	S1PAIR(k, 1, Y4, Y6, Y8, Y10, Q4ACC);  \
+	S1PAIR(k, 2, Y4, Y6, Y8, Y10, Q4ACC);  \
+	S1PAIR(k, 3, Y4, Y6, Y8, Y10, Q4ACC);  \
+	Q4HALVES(Y0, X0);                      \
+	VADDPS       (R9), X0, X0;             \
+	VMOVUPS      X0, (R9);                 \
+	ADDQ         $512, DI;                 \
+	ADDQ         $64, SI;                  \
+	ADDQ         $16, R9;                  \
+	SUBQ         $4, CX;                   \
+	CMPQ         CX, $4;                   \
+	JGE          full;                     \
+gen: \
+	TESTQ        CX, CX;                   \
+	JZ           done;                     \
+	Q4SCROWS(S1SLOT(k), g1, g4slow, g4r, g4e, g1r, g1e, gtab); \
+gtab: \
+	Q4TAB(S1COL(k), S1T(k));               \
+	CMPQ         R8, $2;                   \
+	JLT          gh0;                      \
+	S1PAIR(k, 0, Y4, Y6, Y8, Y10, Q4ACC0); \
+	CMPQ         R8, $4;                   \
+	JLT          gh1;                      \
+	S1PAIR(k, 1, Y4, Y6, Y8, Y10, Q4ACC);  \
+	CMPQ         R8, $6;                   \
+	JLT          gh2;                      \
+	S1PAIR(k, 2, Y4, Y6, Y8, Y10, Q4ACC);  \
+	CMPQ         R8, $8;                   \
+	JLT          gh3;                      \
+	S1PAIR(k, 3, Y4, Y6, Y8, Y10, Q4ACC);  \
+	JMP          gend;                     \
+gh0: \
+	S1PAIR(k, 0, X4, X6, X8, X10, Q4ACC0); \
+	JMP          gend;                     \
+gh1: \
+	TESTQ        $1, R8;                   \
+	JZ           gend;                     \
+	S1PAIR(k, 1, X4, X6, X8, X10, Q4ACC);  \
+	JMP          gend;                     \
+gh2: \
+	TESTQ        $1, R8;                   \
+	JZ           gend;                     \
+	S1PAIR(k, 2, X4, X6, X8, X10, Q4ACC);  \
+	JMP          gend;                     \
+gh3: \
+	TESTQ        $1, R8;                   \
+	JZ           gend;                     \
+	S1PAIR(k, 3, X4, X6, X8, X10, Q4ACC);  \
+gend: \
+	Q4HALVES(Y0, X0);                      \
+	CMPQ         CX, $4;                   \
+	JLT          gend1;                    \
+	VADDPS       (R9), X0, X0;             \
+	VMOVUPS      X0, (R9);                 \
+	LEAQ         (DI)(R12*4), DI;          \
+	LEAQ         (SI)(R13*4), SI;          \
+	ADDQ         $16, R9;                  \
+	SUBQ         $4, CX;                   \
+	JMP          gen;                      \
+gend1: \
+	VADDSS       (R9), X0, X0;             \
+	VMOVSS       X0, (R9);                 \
+	ADDQ         R12, DI;                  \
+	ADDQ         R13, SI;                  \
+	ADDQ         $4, R9;                   \
+	DECQ         CX;                       \
+	JMP          gen
+
+// The frame is the 1472 bytes above plus 24 for the largest k. The edge
+// loop in S1BODY: the full-row loop prefetches PFD ahead of its block, so
+// a tile's first PFD bytes of data are its predecessor's to fetch. When
+// the predecessor ran just before (a stripe's tiles are contiguous), its
+// last blocks covered only the first PFD − (header + scales) bytes: the
+// next 2 KiB were left to the hardware prefetcher, 11% of every 18 KiB
+// tile; and a stripe taken after another thread's (or a matvec's first)
+// starts cold. So the first PFD bytes are prefetched at entry; lines
+// already on their way cost one instruction each.
+TEXT ·q4avx2i8(SB), $1496-72
 	MOVQ         sc+0(FP), SI
 	MOVQ         data+8(FP), DI
 	MOVQ         rows+16(FP), CX
@@ -126,131 +233,26 @@ TEXT ·q4avx2i8(SB), $1472-72
 	MOVQ         xh+40(FP), BX
 	MOVQ         c4+48(FP), DX
 	MOVQ         dx+56(FP), R14
-	Q4COLPREP(0, AX, BX, DX, R14)
 	MOVQ         y+64(FP), R9
-	Q4ENTRY(S1SLOT, sc16mask<>, q4i8gen)
+	MOVQ         SP, R10
+	NEGQ         R10
+	ANDQ         $31, R10
+	CMPQ         R10, $8
+	JEQ          q4i8k8
+	CMPQ         R10, $16
+	JEQ          q4i8k16
+	CMPQ         R10, $24
+	JEQ          q4i8k24
+	S1BODY(0, q4i8done, q4i8edge0, q4i8full0, q4i8gen0, q4i8gtab0, q4i8gh00, q4i8gh10, q4i8gh20, q4i8gh30, q4i8gend0, q4i8gendone0, q4i8g10, q4i8g4slow0, q4i8g4r0, q4i8g4e0, q4i8g1r0, q4i8g1e0)
 
-	// The loop prefetches PFD ahead of its block, so a tile's first PFD
-	// bytes of data are its predecessor's to fetch. When the predecessor
-	// ran just before (a stripe's tiles are contiguous), its last blocks
-	// covered only the first PFD − (header + scales) bytes: the next 2 KiB
-	// were left to the hardware prefetcher, 11% of every 18 KiB tile; and
-	// a stripe taken after another thread's (or a matvec's first) starts
-	// cold. So the first PFD bytes are prefetched here; lines already on
-	// their way cost one instruction each.
-	MOVQ         DI, AX
-	MOVQ         $(PFD/64), BX
+q4i8k8:
+	S1BODY(8, q4i8done, q4i8edge8, q4i8full8, q4i8gen8, q4i8gtab8, q4i8gh08, q4i8gh18, q4i8gh28, q4i8gh38, q4i8gend8, q4i8gendone8, q4i8g18, q4i8g4slow8, q4i8g4r8, q4i8g4e8, q4i8g1r8, q4i8g1e8)
 
-q4i8edge:
-	PREFETCHNTA  (AX)
-	ADDQ         $64, AX
-	DECQ         BX
-	JNZ          q4i8edge
+q4i8k16:
+	S1BODY(16, q4i8done, q4i8edge16, q4i8full16, q4i8gen16, q4i8gtab16, q4i8gh016, q4i8gh116, q4i8gh216, q4i8gh316, q4i8gend16, q4i8gendone16, q4i8g116, q4i8g4slow16, q4i8g4r16, q4i8g4e16, q4i8g1r16, q4i8g1e16)
 
-q4i8full:
-	Q4PF8(PREFETCHNTA, PFD)
-	Q4SCALES((SI), 16(SI), 32(SI), 48(SI))
-	Q4TAB(0, S1T)
-	Q4BUILD(0, Y4, Y6, Y8, Y10)
-	Q4SUM(0, 0)
-	Q4ACC0(S1T, Y0)
-	Q4BUILD(1, Y4, Y6, Y8, Y10)
-	Q4SUM(0, 1)
-	Q4ACC(S1T+32, Y0)
-	Q4BUILD(2, Y4, Y6, Y8, Y10)
-	Q4SUM(0, 2)
-	Q4ACC(S1T+64, Y0)
-	Q4BUILD(3, Y4, Y6, Y8, Y10)
-	Q4SUM(0, 3)
-	Q4ACC(S1T+96, Y0)
-	Q4HALVES(Y0, X0)
-	VADDPS     (R9), X0, X0
-	VMOVUPS    X0, (R9)
-	ADDQ       $512, DI
-	ADDQ       $64, SI
-	ADDQ       $16, R9
-	SUBQ       $4, CX
-	CMPQ       CX, $4
-	JGE        q4i8full
-
-q4i8gen:
-	TESTQ CX, CX
-	JZ    q4i8done
-	Q4SCROWS(S1SLOT, q4i8g1, q4i8g4slow, q4i8g4r, q4i8g4e, q4i8g1r, q4i8g1e, q4i8gtab)
-
-q4i8gtab:
-	Q4TAB(0, S1T)
-	CMPQ    R8, $2
-	JLT     q4i8gh0
-	Q4BUILD(0, Y4, Y6, Y8, Y10)
-	Q4SUM(0, 0)
-	Q4ACC0(S1T, Y0)
-	CMPQ    R8, $4
-	JLT     q4i8gh1
-	Q4BUILD(1, Y4, Y6, Y8, Y10)
-	Q4SUM(0, 1)
-	Q4ACC(S1T+32, Y0)
-	CMPQ    R8, $6
-	JLT     q4i8gh2
-	Q4BUILD(2, Y4, Y6, Y8, Y10)
-	Q4SUM(0, 2)
-	Q4ACC(S1T+64, Y0)
-	CMPQ    R8, $8
-	JLT     q4i8gh3
-	Q4BUILD(3, Y4, Y6, Y8, Y10)
-	Q4SUM(0, 3)
-	Q4ACC(S1T+96, Y0)
-	JMP     q4i8gend
-
-q4i8gh0:
-	Q4BUILD(0, X4, X6, X8, X10)
-	Q4SUM(0, 0)
-	Q4ACC0(S1T, Y0)
-	JMP     q4i8gend
-
-q4i8gh1:
-	TESTQ   $1, R8
-	JZ      q4i8gend
-	Q4BUILD(1, X4, X6, X8, X10)
-	Q4SUM(0, 1)
-	Q4ACC(S1T+32, Y0)
-	JMP     q4i8gend
-
-q4i8gh2:
-	TESTQ   $1, R8
-	JZ      q4i8gend
-	Q4BUILD(2, X4, X6, X8, X10)
-	Q4SUM(0, 2)
-	Q4ACC(S1T+64, Y0)
-	JMP     q4i8gend
-
-q4i8gh3:
-	TESTQ   $1, R8
-	JZ      q4i8gend
-	Q4BUILD(3, X4, X6, X8, X10)
-	Q4SUM(0, 3)
-	Q4ACC(S1T+96, Y0)
-
-q4i8gend:
-	Q4HALVES(Y0, X0)
-	CMPQ    CX, $4
-	JLT     q4i8gend1
-	VADDPS  (R9), X0, X0
-	VMOVUPS X0, (R9)
-	LEAQ    (DI)(R12*4), DI
-	LEAQ    (SI)(R13*4), SI
-	ADDQ    $16, R9
-	SUBQ    $4, CX
-	JMP     q4i8gen
-
-q4i8gend1:
-	VADDSS  (R9), X0, X0
-	VMOVSS  X0, (R9)
-	ADDQ    R12, DI
-	ADDQ    R13, SI
-	ADDQ    $4, R9
-	DECQ    CX
-	JMP     q4i8gen
+q4i8k24:
+	S1BODY(24, q4i8done, q4i8edge24, q4i8full24, q4i8gen24, q4i8gtab24, q4i8gh024, q4i8gh124, q4i8gh224, q4i8gh324, q4i8gend24, q4i8gendone24, q4i8g124, q4i8g4slow24, q4i8g4r24, q4i8g4e24, q4i8g1r24, q4i8g1e24)
 
 q4i8done:
 	VZEROUPPER
