@@ -247,36 +247,7 @@ gen: \
 	Q4SCROWS(X4SLOT(k), g1, g4slow, g4r, g4e, g1r, g1e, gtab); \
 gtab: \
 	X4TABS(k);                         \
-	CMPQ    R8, $2;                    \
-	JLT     gh0;                       \
-	X4PAIR(k, 0, Y4, Y6, Y8, Y10, Q4ACC0); \
-	CMPQ    R8, $4;                    \
-	JLT     gh1;                       \
-	X4PAIR(k, 1, Y4, Y6, Y8, Y10, Q4ACC); \
-	CMPQ    R8, $6;                    \
-	JLT     gh2;                       \
-	X4PAIR(k, 2, Y4, Y6, Y8, Y10, Q4ACC); \
-	CMPQ    R8, $8;                    \
-	JLT     gh3;                       \
-	X4PAIR(k, 3, Y4, Y6, Y8, Y10, Q4ACC); \
-	JMP     gend;                      \
-gh0: \
-	X4PAIR(k, 0, X4, X6, X8, X10, Q4ACC0); \
-	JMP     gend;                      \
-gh1: \
-	TESTQ   $1, R8;                    \
-	JZ      gend;                      \
-	X4PAIR(k, 1, X4, X6, X8, X10, Q4ACC); \
-	JMP     gend;                      \
-gh2: \
-	TESTQ   $1, R8;                    \
-	JZ      gend;                      \
-	X4PAIR(k, 2, X4, X6, X8, X10, Q4ACC); \
-	JMP     gend;                      \
-gh3: \
-	TESTQ   $1, R8;                    \
-	JZ      gend;                      \
-	X4PAIR(k, 3, X4, X6, X8, X10, Q4ACC); \
+	Q4GENPAIRS(X4PAIR, k, gh0, gh1, gh2, gh3, gend); \
 gend: \
 	CMPQ    CX, $4;                    \
 	JLT     gend1;                     \

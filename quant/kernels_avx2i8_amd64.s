@@ -165,36 +165,7 @@ gen: \
 	Q4SCROWS(S1SLOT(k), g1, g4slow, g4r, g4e, g1r, g1e, gtab); \
 gtab: \
 	Q4TAB(S1COL(k), S1T(k));               \
-	CMPQ         R8, $2;                   \
-	JLT          gh0;                      \
-	S1PAIR(k, 0, Y4, Y6, Y8, Y10, Q4ACC0); \
-	CMPQ         R8, $4;                   \
-	JLT          gh1;                      \
-	S1PAIR(k, 1, Y4, Y6, Y8, Y10, Q4ACC);  \
-	CMPQ         R8, $6;                   \
-	JLT          gh2;                      \
-	S1PAIR(k, 2, Y4, Y6, Y8, Y10, Q4ACC);  \
-	CMPQ         R8, $8;                   \
-	JLT          gh3;                      \
-	S1PAIR(k, 3, Y4, Y6, Y8, Y10, Q4ACC);  \
-	JMP          gend;                     \
-gh0: \
-	S1PAIR(k, 0, X4, X6, X8, X10, Q4ACC0); \
-	JMP          gend;                     \
-gh1: \
-	TESTQ        $1, R8;                   \
-	JZ           gend;                     \
-	S1PAIR(k, 1, X4, X6, X8, X10, Q4ACC);  \
-	JMP          gend;                     \
-gh2: \
-	TESTQ        $1, R8;                   \
-	JZ           gend;                     \
-	S1PAIR(k, 2, X4, X6, X8, X10, Q4ACC);  \
-	JMP          gend;                     \
-gh3: \
-	TESTQ        $1, R8;                   \
-	JZ           gend;                     \
-	S1PAIR(k, 3, X4, X6, X8, X10, Q4ACC);  \
+	Q4GENPAIRS(S1PAIR, k, gh0, gh1, gh2, gh3, gend); \
 gend: \
 	Q4HALVES(Y0, X0);                      \
 	CMPQ         CX, $4;                   \

@@ -294,3 +294,41 @@ one: \
 	Q4PFLINES(op, d); \
 	op (d+448)(DI);   \
 	op (d/8)(SI)
+
+// Q4GENPAIRS runs a general-loop block's group pairs through PAIR (the
+// kernel's per-pair macro: S1PAIR or X4PAIR, argument k its frame
+// displacement) for G = R8 groups: the full pairs on ymm, a lone last group
+// on xmm (upper halves zero), then falls through to gend. Both Q4 kernels
+// expand it, so their short rows take the same pairs the same way. The
+// label arguments are unique per expansion.
+#define Q4GENPAIRS(PAIR, k, gh0, gh1, gh2, gh3, gend) \
+	CMPQ    R8, $2;                    \
+	JLT     gh0;                       \
+	PAIR(k, 0, Y4, Y6, Y8, Y10, Q4ACC0); \
+	CMPQ    R8, $4;                    \
+	JLT     gh1;                       \
+	PAIR(k, 1, Y4, Y6, Y8, Y10, Q4ACC); \
+	CMPQ    R8, $6;                    \
+	JLT     gh2;                       \
+	PAIR(k, 2, Y4, Y6, Y8, Y10, Q4ACC); \
+	CMPQ    R8, $8;                    \
+	JLT     gh3;                       \
+	PAIR(k, 3, Y4, Y6, Y8, Y10, Q4ACC); \
+	JMP     gend;                      \
+gh0: \
+	PAIR(k, 0, X4, X6, X8, X10, Q4ACC0); \
+	JMP     gend;                      \
+gh1: \
+	TESTQ   $1, R8;                    \
+	JZ      gend;                      \
+	PAIR(k, 1, X4, X6, X8, X10, Q4ACC); \
+	JMP     gend;                      \
+gh2: \
+	TESTQ   $1, R8;                    \
+	JZ      gend;                      \
+	PAIR(k, 2, X4, X6, X8, X10, Q4ACC); \
+	JMP     gend;                      \
+gh3: \
+	TESTQ   $1, R8;                    \
+	JZ      gend;                      \
+	PAIR(k, 3, X4, X6, X8, X10, Q4ACC)
