@@ -226,20 +226,12 @@ full: \
 	Q4PF8(PREFETCHT0, X4PFD);          \
 	Q4SCALES((SI), 16(SI), 32(SI), 48(SI)); \
 	X4TABS(k);                         \
-	X4PAIR(k, 0, Y4, Y6, Y8, Y10, Q4ACC0); \
-	X4PAIR(k, 1, Y4, Y6, Y8, Y10, Q4ACC); \
-	X4PAIR(k, 2, Y4, Y6, Y8, Y10, Q4ACC); \
-	X4PAIR(k, 3, Y4, Y6, Y8, Y10, Q4ACC); \
+	Q4FULLPAIRS(X4PAIR, k); \
 	X4OUT4(0, Y0, X0);                 \
 	X4OUT4(1, Y1, X1);                 \
 	X4OUT4(2, Y2, X2);                 \
 	X4OUT4(3, Y3, X3);                 \
-	ADDQ       $512, DI;               \
-	ADDQ       $64, SI;                \
-	ADDQ       $16, R9;                \
-	SUBQ       $4, CX;                 \
-	CMPQ       CX, $4;                 \
-	JGE        full;                   \
+	Q4NEXTFULL(full); \
 gen: \
 	TESTQ CX, CX;                      \
 	JZ    done;                        \

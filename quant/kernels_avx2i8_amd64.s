@@ -146,19 +146,11 @@ full: \
 	Q4PF8(PREFETCHNTA, PFD);               \
 	Q4SCALES((SI), 16(SI), 32(SI), 48(SI)); \
 	Q4TAB(S1COL(k), S1T(k));               \
-	S1PAIR(k, 0, Y4, Y6, Y8, Y10, Q4ACC0); \
-	S1PAIR(k, 1, Y4, Y6, Y8, Y10, Q4ACC);  \
-	S1PAIR(k, 2, Y4, Y6, Y8, Y10, Q4ACC);  \
-	S1PAIR(k, 3, Y4, Y6, Y8, Y10, Q4ACC);  \
+	Q4FULLPAIRS(S1PAIR, k); \
 	Q4HALVES(Y0, X0);                      \
 	VADDPS       (R9), X0, X0;             \
 	VMOVUPS      X0, (R9);                 \
-	ADDQ         $512, DI;                 \
-	ADDQ         $64, SI;                  \
-	ADDQ         $16, R9;                  \
-	SUBQ         $4, CX;                   \
-	CMPQ         CX, $4;                   \
-	JGE          full;                     \
+	Q4NEXTFULL(full); \
 gen: \
 	TESTQ        CX, CX;                   \
 	JZ           done;                     \

@@ -332,3 +332,22 @@ gh3: \
 	TESTQ   $1, R8;                    \
 	JZ      gend;                      \
 	PAIR(k, 3, X4, X6, X8, X10, Q4ACC)
+
+// Q4FULLPAIRS runs a full-row block's four group pairs through PAIR (as in
+// Q4GENPAIRS), the first starting the accumulators.
+#define Q4FULLPAIRS(PAIR, k) \
+	PAIR(k, 0, Y4, Y6, Y8, Y10, Q4ACC0); \
+	PAIR(k, 1, Y4, Y6, Y8, Y10, Q4ACC);  \
+	PAIR(k, 2, Y4, Y6, Y8, Y10, Q4ACC);  \
+	PAIR(k, 3, Y4, Y6, Y8, Y10, Q4ACC)
+
+// Q4NEXTFULL steps the full-row loop to its next block of four rows (512
+// nibble bytes at DI, 64 scale bytes at SI, 16 output bytes at R9) and
+// loops back to full while four rows are left.
+#define Q4NEXTFULL(full) \
+	ADDQ $512, DI; \
+	ADDQ $64, SI;  \
+	ADDQ $16, R9;  \
+	SUBQ $4, CX;   \
+	CMPQ CX, $4;   \
+	JGE  full
