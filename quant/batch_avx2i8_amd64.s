@@ -247,11 +247,7 @@ gend: \
 	X4OUT4(1, Y1, X1);                 \
 	X4OUT4(2, Y2, X2);                 \
 	X4OUT4(3, Y3, X3);                 \
-	LEAQ    (DI)(R12*4), DI;           \
-	LEAQ    (SI)(R13*4), SI;           \
-	ADDQ    $16, R9;                   \
-	SUBQ    $4, CX;                    \
-	JMP     gen;                       \
+	Q4NEXTGEN(gen); \
 gend1: \
 	X4OUT1(0, Y0, X0);                 \
 	X4OUT1(1, Y1, X1);                 \

@@ -164,11 +164,7 @@ gend: \
 	JLT          gend1;                    \
 	VADDPS       (R9), X0, X0;             \
 	VMOVUPS      X0, (R9);                 \
-	LEAQ         (DI)(R12*4), DI;          \
-	LEAQ         (SI)(R13*4), SI;          \
-	ADDQ         $16, R9;                  \
-	SUBQ         $4, CX;                   \
-	JMP          gen;                      \
+	Q4NEXTGEN(gen); \
 gend1: \
 	VADDSS       (R9), X0, X0;             \
 	VMOVSS       X0, (R9);                 \

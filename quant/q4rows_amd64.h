@@ -351,3 +351,12 @@ gh3: \
 	SUBQ $4, CX;   \
 	CMPQ CX, $4;   \
 	JGE  full
+
+// Q4NEXTGEN steps the general loop past a block of four rows (G groups:
+// R12 nibble and R13 scale bytes a row) and goes back to gen.
+#define Q4NEXTGEN(gen) \
+	LEAQ (DI)(R12*4), DI; \
+	LEAQ (SI)(R13*4), SI; \
+	ADDQ $16, R9;         \
+	SUBQ $4, CX;          \
+	JMP  gen
