@@ -266,15 +266,7 @@ TEXT ·q4avx2i8x4(SB), $5720-40
 	MOVQ         rows+16(FP), CX
 	MOVQ         groups+24(FP), R8
 	MOVQ         cols+32(FP), BX
-	MOVQ         SP, AX
-	NEGQ         AX
-	ANDQ         $31, AX
-	CMPQ         AX, $8
-	JEQ          q4x4k8
-	CMPQ         AX, $16
-	JEQ          q4x4k16
-	CMPQ         AX, $24
-	JEQ          q4x4k24
+	Q4ALIGNJUMP(AX, q4x4k8, q4x4k16, q4x4k24)
 	X4BODY(0, q4x4done, q4x4full0, q4x4gen0, q4x4gtab0, q4x4gh00, q4x4gh10, q4x4gh20, q4x4gh30, q4x4gend0, q4x4gendone0, q4x4g10, q4x4g4slow0, q4x4g4r0, q4x4g4e0, q4x4g1r0, q4x4g1e0)
 
 q4x4k8:
@@ -289,13 +281,6 @@ q4x4k24:
 q4x4done:
 	VZEROUPPER
 	RET
-
-// q4ones: int16 ones for VPMADDWD (Q4SUM).
-DATA q4ones<>+0(SB)/8, $0x0001000100010001
-DATA q4ones<>+8(SB)/8, $0x0001000100010001
-DATA q4ones<>+16(SB)/8, $0x0001000100010001
-DATA q4ones<>+24(SB)/8, $0x0001000100010001
-GLOBL q4ones<>(SB), RODATA|NOPTR, $32
 
 // Frame (q8avx2i8x4): column c's row scales at c·32, the row's own at
 // 160, its x8 block and dx at 192 + c·288 (+0, +256), the row sums (four

@@ -97,13 +97,6 @@ GLOBL sc16mask<>(SB), RODATA|NOPTR, $32
 	VEXTRACTF128 $1, Y0, X1; \
 	VADDPS       X1, X0, X0
 
-// q4ones: int16 ones for VPMADDWD (Q4SUM).
-DATA q4ones<>+0(SB)/8, $0x0001000100010001
-DATA q4ones<>+8(SB)/8, $0x0001000100010001
-DATA q4ones<>+16(SB)/8, $0x0001000100010001
-DATA q4ones<>+24(SB)/8, $0x0001000100010001
-GLOBL q4ones<>(SB), RODATA|NOPTR, $32
-
 // func q4avx2i8(sc, data *byte, rows, groups int, xl, xh *int8, c4 *int32, dx, y *float32)
 //
 // Four rows at a time with the rows as lanes (q4rows_amd64.h): the group
@@ -193,15 +186,7 @@ TEXT ·q4avx2i8(SB), $1496-72
 	MOVQ         c4+48(FP), DX
 	MOVQ         dx+56(FP), R14
 	MOVQ         y+64(FP), R9
-	MOVQ         SP, R10
-	NEGQ         R10
-	ANDQ         $31, R10
-	CMPQ         R10, $8
-	JEQ          q4i8k8
-	CMPQ         R10, $16
-	JEQ          q4i8k16
-	CMPQ         R10, $24
-	JEQ          q4i8k24
+	Q4ALIGNJUMP(R10, q4i8k8, q4i8k16, q4i8k24)
 	S1BODY(0, q4i8done, q4i8edge0, q4i8full0, q4i8gen0, q4i8gtab0, q4i8gh00, q4i8gh10, q4i8gh20, q4i8gh30, q4i8gend0, q4i8gendone0, q4i8g10, q4i8g4slow0, q4i8g4r0, q4i8g4e0, q4i8g1r0, q4i8g1e0)
 
 q4i8k8:

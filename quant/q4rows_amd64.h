@@ -108,28 +108,27 @@
 #define Q4ACC(t, acc) \
 	VFMADD231PS (t)(SP), Y12, acc
 
+// Q4COLPERMS writes the four permutations of one nibble view (h = 0 low,
+// 1 high) of the column's pair p, read at src, into column block col.
+// Clobbers Y12, Y13.
+#define Q4COLPERMS(col, p, src, h) \
+	VMOVDQU (32*(p))(src), Y12;           \
+	VMOVDQU Y12, (Q4XR(col, p, 0, h))(SP); \
+	VPSHUFD $0x4e, Y12, Y13;              \
+	VMOVDQU Y13, (Q4XR(col, p, 1, h))(SP); \
+	VPSHUFD $0xb1, Y12, Y13;              \
+	VMOVDQU Y13, (Q4XR(col, p, 2, h))(SP); \
+	VPSHUFD $0x1b, Y12, Y13;              \
+	VMOVDQU Y13, (Q4XR(col, p, 3, h))(SP)
+
 // Q4COLPREP1 writes column block col's pair p from the column's xl, xh,
 // c4 and dx (pointers in xl, xh, c4, dx): the four permutations of both
 // nibble views, the group sums of c4's lanes (VPSHUFD and VPADDD within
 // each half), and dx[2p], dx[2p+1] spread over the halves. Clobbers
 // Y12..Y14.
 #define Q4COLPREP1(col, p, xl, xh, c4, dx) \
-	VMOVDQU      (32*(p))(xl), Y12;            \
-	VMOVDQU      Y12, (Q4XR(col, p, 0, 0))(SP); \
-	VPSHUFD      $0x4e, Y12, Y13;              \
-	VMOVDQU      Y13, (Q4XR(col, p, 1, 0))(SP); \
-	VPSHUFD      $0xb1, Y12, Y13;              \
-	VMOVDQU      Y13, (Q4XR(col, p, 2, 0))(SP); \
-	VPSHUFD      $0x1b, Y12, Y13;              \
-	VMOVDQU      Y13, (Q4XR(col, p, 3, 0))(SP); \
-	VMOVDQU      (32*(p))(xh), Y12;            \
-	VMOVDQU      Y12, (Q4XR(col, p, 0, 1))(SP); \
-	VPSHUFD      $0x4e, Y12, Y13;              \
-	VMOVDQU      Y13, (Q4XR(col, p, 1, 1))(SP); \
-	VPSHUFD      $0xb1, Y12, Y13;              \
-	VMOVDQU      Y13, (Q4XR(col, p, 2, 1))(SP); \
-	VPSHUFD      $0x1b, Y12, Y13;              \
-	VMOVDQU      Y13, (Q4XR(col, p, 3, 1))(SP); \
+	Q4COLPERMS(col, p, xl, 0); \
+	Q4COLPERMS(col, p, xh, 1); \
 	VMOVDQU      (32*(p))(c4), Y12;            \
 	VPSHUFD      $0x4e, Y12, Y13;              \
 	VPADDD       Y13, Y12, Y12;                \
@@ -360,3 +359,26 @@ gh3: \
 	ADDQ $16, R9;         \
 	SUBQ $4, CX;          \
 	JMP  gen
+
+// Q4ALIGNJUMP puts (−SP) mod 32 in r and jumps to k8, k16 or k24 when it
+// is 8, 16 or 24, falling through when it is 0: both Q4 kernels keep one
+// copy of their body per SP mod 32, each reading the frame at the
+// displacement that makes it 32-byte aligned (Go aligns SP to 8 only).
+#define Q4ALIGNJUMP(r, k8, k16, k24) \
+	MOVQ SP, r;   \
+	NEGQ r;       \
+	ANDQ $31, r;  \
+	CMPQ r, $8;   \
+	JEQ  k8;      \
+	CMPQ r, $16;  \
+	JEQ  k16;     \
+	CMPQ r, $24;  \
+	JEQ  k24
+
+// q4ones: int16 ones for VPMADDWD (Q4SUM). File-static, so each kernel
+// file including this header gets its own copy.
+DATA q4ones<>+0(SB)/8, $0x0001000100010001
+DATA q4ones<>+8(SB)/8, $0x0001000100010001
+DATA q4ones<>+16(SB)/8, $0x0001000100010001
+DATA q4ones<>+24(SB)/8, $0x0001000100010001
+GLOBL q4ones<>(SB), RODATA|NOPTR, $32
