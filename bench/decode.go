@@ -61,11 +61,12 @@ type Result struct {
 	PromptRuns   []float64 `json:"prompt_runs_tok_s,omitempty"`
 	PromptTokS   float64   `json:"prompt_tok_s,omitempty"`
 	Batch        int       `json:"prompt_batch,omitempty"`
-	// HugePages is how much of the model's mapping the kernel mapped with
-	// 2 MiB pages once the timed runs had read it (nil where smaps cannot
-	// say): below ~0.9 decode pays TLB misses the page cache's small folios
-	// cause, not the engine (14–15 against 19–20 tok/s on the Zen 3 VM,
-	// docs/PERFORMANCE.md, "Session 7"), and `cflowc dev recache` fixes it.
+	// HugePageFraction is how much of the model's mapping the kernel mapped
+	// with 2 MiB pages once the timed runs had read it (nil where smaps
+	// cannot say): below ~0.9 decode pays TLB misses the page cache's small
+	// folios cause, not the engine (2 MiB ÷ 4 KiB folios 1.12× at one
+	// thread, 1.22× at two on the Zen 3 VM, docs/PERFORMANCE.md, "Session
+	// 7"), and `cflowc dev recache` fixes it.
 	// HugePageBytes of MappedBytes are the figures behind the fraction.
 	HugePageFraction *float64 `json:"huge_page_fraction,omitempty"`
 	HugePageBytes    int64    `json:"huge_page_bytes,omitempty"`

@@ -12,8 +12,9 @@ import (
 // the real length and report a FormatError rather than an mmap error.
 // The mapping asks for 2 MiB pages (adviseHuge, hugepages_linux.go): decode
 // streams all of it every token, and on 4 KiB pages it paid a TLB miss per
-// page (14–15 against 19–20 tok/s on the Zen 3 VM; docs/PERFORMANCE.md,
-// "Session 7: the model mapping on 2 MiB pages").
+// page (on the Zen 3 VM decode ran 1.12× faster at one thread and 1.22×
+// at two from 2 MiB than from 4 KiB folios, interleaved rounds;
+// docs/PERFORMANCE.md, "Session 7: the model mapping on 2 MiB pages").
 func MapFile(path string) ([]byte, func() error, error) {
 	f, err := os.Open(path)
 	if err != nil {

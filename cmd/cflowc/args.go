@@ -184,7 +184,8 @@ func progressBar(desc string, bytes bool) func(done, total int64) {
 // dropOutputCache evicts a model file convert or export just committed
 // (written, fsynced, renamed) from the page cache. The pages the writer
 // left there are small folios, which a mapping can only map with 4 KiB
-// pages (43% of the TinyLlama-geometry file PMD-mapped on the Zen 3 VM, decode 14–15 instead of 19–20 tok/s); dropped, the first
+// pages (on the Zen 3 VM decode from 4 KiB folios ran at 1/1.12 of its
+// 2 MiB-folio speed at one thread, 1/1.22 at two); dropped, the first
 // engine to map the file reads it back in 2 MiB folios. A hint: a failure
 // only leaves the small folios, so it is not reported.
 func dropOutputCache(path string) { _ = cflowfmt.DropPageCache(path) }
