@@ -31,33 +31,36 @@ const spinFor = 200 * time.Microsecond
 const lockedSpinRounds = 1 << 16
 
 // job is one parallel loop. It is published by pointer so a late worker that
-// still holds the previous job can only observe an exhausted counter.
-// next and pending sit on their own cache lines: the waiting caller polls
-// pending while workers claim items from next.
+// still holds the previous job can only observe exhausted ranges.
+// pending and each range sit on their own cache lines: the waiting caller
+// polls pending while the threads claim items from their ranges.
 type job struct {
 	f       func(i int)
-	n       int64
-	_       [48]byte
-	next    atomic.Int64
 	_       [56]byte
 	pending atomic.Int64
 	_       [56]byte
 	// fault is the first memory fault an item hit (a mapped file truncated
 	// under the engine); the caller re-raises it after finish.
 	fault atomic.Pointer[any]
+	// ranges holds each thread's share of the items (pool_ranges.go), in
+	// inline when two threads share the job, so posting one allocates
+	// nothing more than the job.
+	ranges []claimRange
+	inline [2]claimRange
 }
 
-// work runs items until none are left, then retires them from pending in
-// one atomic add (one per thread per job, not one per item). An item that
-// faults on mapped memory is recorded and retired, and work goes on with
-// the next, so the caller never waits for an item that cannot finish.
-func (j *job) work() {
-	for j.workItems() {
+// work runs items as thread t until none are left, then retires them from
+// pending in one atomic add (one per thread per job, not one per item). An
+// item that faults on mapped memory is recorded and retired, and work goes
+// on with the next, so the caller never waits for an item that cannot
+// finish.
+func (j *job) work(t int) {
+	for j.workItems(t) {
 	}
 }
 
 // workItems runs items until none are left (false) or one faults (true).
-func (j *job) workItems() (faulted bool) {
+func (j *job) workItems(t int) (faulted bool) {
 	var done int64
 	defer func() {
 		if done > 0 {
@@ -76,11 +79,11 @@ func (j *job) workItems() (faulted bool) {
 		}
 	}()
 	for {
-		i := j.next.Add(1) - 1
-		if i >= j.n {
+		i, ok := j.claim(t)
+		if !ok {
 			return false
 		}
-		j.f(int(i))
+		j.f(i)
 		done++
 	}
 }
@@ -124,12 +127,14 @@ func newPool(threads int) *pool {
 	p.cond = sync.NewCond(&p.mu)
 	for w := 0; w < p.workers; w++ {
 		p.wg.Add(1)
-		go p.loop()
+		go p.loop(w)
 	}
 	return p
 }
 
-func (p *pool) loop() {
+// loop is worker w's life: it runs its share of every posted job as
+// thread w (the caller of run, when it works, is thread p.workers).
+func (p *pool) loop(w int) {
 	defer p.wg.Done()
 	// A fault reading the mapping becomes a panic work recovers, not a
 	// fatal SIGBUS (see Engine.Step).
@@ -141,7 +146,7 @@ func (p *pool) loop() {
 			return
 		}
 		last = j
-		j.work()
+		j.work(w)
 	}
 }
 
@@ -236,7 +241,7 @@ func (p *pool) run(n int, f func(i int)) {
 		return
 	}
 	j := p.post(n, f)
-	j.work()
+	j.work(p.workers)
 	p.finish(j)
 	j.raise()
 }
@@ -245,7 +250,12 @@ func (p *pool) run(n int, f func(i int)) {
 // finish waits. A NUMA group's caller posts to every node before waiting
 // on any, so the nodes run concurrently.
 func (p *pool) post(n int, f func(i int)) *job {
-	j := &job{f: f, n: int64(n)}
+	threads := p.workers
+	if !p.locked {
+		threads++ // the caller works too (run); a NUMA group's does not
+	}
+	j := &job{f: f}
+	j.share(n, threads)
 	j.pending.Store(int64(n))
 	p.cur.Store(j)
 	if p.sleepers.Load() > 0 {
@@ -322,7 +332,7 @@ func newGroup(workers int, pin func() error) (*pool, error) {
 				p.wg.Done()
 				return
 			}
-			p.loop()
+			p.loop(w)
 		}()
 	}
 	var first error
