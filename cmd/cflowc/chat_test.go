@@ -26,20 +26,14 @@ func runIO(t *testing.T, stdin string, args ...string) (int, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	go func() { io.WriteString(inW, stdin); inW.Close() }()
-	done := make(chan string)
-	go func() { b, _ := io.ReadAll(outR); done <- string(b) }()
-	oldIn, oldOut := os.Stdin, os.Stdout
-	os.Stdin, os.Stdout = inR, outW
-	code := runApp(args...)
-	os.Stdin, os.Stdout = oldIn, oldOut
-	outW.Close()
+	oldIn := os.Stdin
+	os.Stdin = inR
+	var code int
+	out := stdoutOf(t, func() { code = runApp(args...) })
+	os.Stdin = oldIn
 	inR.Close()
-	return code, <-done
+	return code, out
 }
 
 // gpt2Bytes is GPT-2's bytes_to_unicode, to write a byte-level vocabulary.

@@ -14,18 +14,25 @@ import (
 const storiesBin = "../../models/stories260K.bin"
 
 // stderrOf runs f with os.Stderr captured.
-func stderrOf(t *testing.T, f func()) string {
+func stderrOf(t *testing.T, f func()) string { return outputOf(t, &os.Stderr, f) }
+
+// stdoutOf runs f with os.Stdout captured.
+func stdoutOf(t *testing.T, f func()) string { return outputOf(t, &os.Stdout, f) }
+
+// outputOf runs f with *file (os.Stdout or os.Stderr) replaced by a pipe
+// and returns what f wrote to it.
+func outputOf(t *testing.T, file **os.File, f func()) string {
 	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := os.Stderr
-	os.Stderr = w
+	old := *file
+	*file = w
 	done := make(chan string)
 	go func() { b, _ := io.ReadAll(r); done <- string(b) }()
 	f()
-	os.Stderr = old
+	*file = old
 	w.Close()
 	return <-done
 }

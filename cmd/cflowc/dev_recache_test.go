@@ -16,23 +16,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// stdoutOf runs f with os.Stdout captured.
-func stdoutOf(t *testing.T, f func()) string {
-	t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := os.Stdout
-	os.Stdout = w
-	done := make(chan string)
-	go func() { b, _ := io.ReadAll(r); done <- string(b) }()
-	f()
-	os.Stdout = old
-	w.Close()
-	return <-done
-}
-
 // TestDevRecache: recache leaves the file's bytes as they were, --json
 // reports each file's size and huge bytes no larger than it, and bad FILEs
 // (none, missing, a directory, a FIFO, unreadable) exit 2 before any file is
