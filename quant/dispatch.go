@@ -31,7 +31,15 @@ type Kernel struct {
 	// f32rows applies an F32 tile to several vectors in Dot's order per
 	// vector (DotF32Rows); nil: the path has none.
 	f32rows f32RowsFunc
+
+	// q4pair walks two Q4 tiles over the same columns at once (DotPair);
+	// nil: the path has no two-stream kernel and DotPair runs Dot twice.
+	q4pair pairFunc
 }
+
+// pairFunc adds two same-column tiles' products into ya and yb; DotPair
+// has checked both geometries and that the columns match.
+type pairFunc func(a, b *Tile, x *Vec, col int, ya, yb []float32)
 
 // dotFunc adds one tile's product into y; Dot has checked the geometry.
 type dotFunc func(t *Tile, x *Vec, col int, y []float32)
@@ -156,6 +164,29 @@ func Dot(t *Tile, x *Vec, col int, y []float32) {
 	check(t, x, col, y)
 	pick(t.Type, x)(t, x, col, y)
 }
+
+// DotPair adds a's product into ya and b's into yb, the same bits as
+// Dot(a, x, col, ya) followed by Dot(b, x, col, yb). a and b cover the
+// same columns. On a path with a two-stream kernel (PairsQ4) two Q4_0
+// tiles are walked block by block in turn, so a matvec can read two
+// distant parts of its weights at once and keep more DRAM misses in flight
+// than one stream does; otherwise, and for other shapes or types, it is
+// the two Dots.
+func DotPair(a, b *Tile, x *Vec, col int, ya, yb []float32) {
+	check(a, x, col, ya)
+	check(b, x, col, yb)
+	if f := x.k.q4pair; f != nil && a.Type == Q4_0 && b.Type == Q4_0 && a.Cols == b.Cols {
+		f(a, b, x, col, ya, yb)
+		return
+	}
+	pick(a.Type, x)(a, x, col, ya)
+	pick(b.Type, x)(b, x, col, yb)
+}
+
+// PairsQ4 reports whether the path has a two-stream kernel for Q4_0 tiles,
+// so that callers pair their tiles (DotPair) only where it pays: the
+// pairing is measured on the avx2i8 path alone (docs/PERFORMANCE.md).
+func (k *Kernel) PairsQ4() bool { return k.q4pair != nil }
 
 // DotStripe runs Dot for tiles that share the column range [col, col+cols)
 // (the Q, K and V tiles of one stripe, or gate and up), ys[i] receiving

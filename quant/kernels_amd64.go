@@ -47,6 +47,9 @@ func q8vnni512(sc, data *byte, rows, groups int, x8 *int8, c8 *int32, dx, y *flo
 func q4avx2i8(sc, data *byte, rows, groups int, xl, xh *int8, c4 *int32, dx, y *float32)
 
 //go:noescape
+func q4avx2i8pair(sc, data, scB, dataB *byte, rows int, xl, xh *int8, c4 *int32, dx, y, yB *float32)
+
+//go:noescape
 func q8avx2i8(sc, data *byte, rows, groups int, x8 *int8, dx, y *float32)
 
 //go:noescape
@@ -66,7 +69,7 @@ func archKernels(f CPUFeatures) []*Kernel {
 	// before the memory stream does.
 	ks = append(ks, &Kernel{name: "avx2i8", int8: true, f32: dotF32AVX2,
 		q4: dotQ4AVX2I8, q8: dotQ8AVX2I8, float: avx2, quantize: quantizeAVX2,
-		q4batch: dotQ4AVX2I8Batch, q8batch: dotQ8AVX2I8Batch})
+		q4batch: dotQ4AVX2I8Batch, q8batch: dotQ8AVX2I8Batch, q4pair: dotQ4AVX2I8Pair})
 	if f.AVXVNNI {
 		// For CPUs with AVX-VNNI but no AVX-512 (the default there); it
 		// quantizes activations in Go.
@@ -149,6 +152,20 @@ func dotQ8AVXVNNI(t *Tile, x *Vec, col int, y []float32) {
 func dotQ4AVX2I8(t *Tile, x *Vec, col int, y []float32) {
 	g0 := col / GroupSize
 	q4avx2i8(&t.Scales[0], &t.Data[0], t.Rows, Groups(t.Cols), &x.xl[g0*16], &x.xh[g0*16], &x.c4[g0*4], &x.dx[g0], &y[0])
+}
+
+// dotQ4AVX2I8Pair runs two Q4 tiles over the same columns through the
+// two-stream kernel when both are whole blocks of full rows (8 groups, the
+// same row count, a multiple of 4: every tile of a 128×256 tiling but a
+// matrix's edges), and through dotQ4AVX2I8 one after the other otherwise.
+func dotQ4AVX2I8Pair(a, b *Tile, x *Vec, col int, ya, yb []float32) {
+	if a.Rows != b.Rows || a.Rows%4 != 0 || Groups(a.Cols) != 8 || Groups(b.Cols) != 8 {
+		dotQ4AVX2I8(a, x, col, ya)
+		dotQ4AVX2I8(b, x, col, yb)
+		return
+	}
+	g0 := col / GroupSize
+	q4avx2i8pair(&a.Scales[0], &a.Data[0], &b.Scales[0], &b.Data[0], a.Rows, &x.xl[g0*16], &x.xh[g0*16], &x.c4[g0*4], &x.dx[g0], &ya[0], &yb[0])
 }
 
 func dotQ8AVX2I8(t *Tile, x *Vec, col int, y []float32) {

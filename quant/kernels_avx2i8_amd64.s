@@ -167,6 +167,64 @@ gend1: \
 	DECQ         CX;                       \
 	JMP          gen
 
+// func q4avx2i8pair(sc, data, scB, dataB *byte, rows int, xl, xh *int8, c4 *int32, dx, y, yB *float32)
+//
+// q4avx2i8's full-row loop over two tiles at once: tile A (sc, data, y)
+// and tile B (scB, dataB, yB), both of `rows` full rows (8 groups, rows a
+// multiple of 4, as DotPair's wrapper checks) over the same columns, so one
+// column preparation serves both. Blocks of four rows are taken from A and
+// B in turn, each stream prefetching PFD ahead of its own block: two DRAM
+// streams far apart in the file keep more of one core's misses in flight
+// than one stream does (docs/PERFORMANCE.md, "Session 9: two tile streams
+// per thread"). Each block is the same instruction sequence as
+// q4avx2i8's, so every row gets the bits Dot gives it. Between blocks the
+// streams' cursors swap: A's DI, SI, R9 with B's in AX, BX, DX.
+// Its macros come before any TEXT because go vet reads a macro's FP
+// references as belonging to the function above it.
+#define S2BLOCK(k) \
+	Q4PF8(PREFETCHNTA, PFD);                \
+	Q4SCALES((SI), 16(SI), 32(SI), 48(SI)); \
+	Q4TAB(S1COL(k), S1T(k));                \
+	Q4FULLPAIRS(S1PAIR, k);                 \
+	Q4HALVES(Y0, X0);                       \
+	VADDPS       (R9), X0, X0;              \
+	VMOVUPS      X0, (R9);                  \
+	ADDQ         $512, DI;                  \
+	ADDQ         $64, SI;                   \
+	ADDQ         $16, R9;                   \
+	XCHGQ        DI, AX;                    \
+	XCHGQ        SI, BX;                    \
+	XCHGQ        R9, DX
+
+// S2EDGE prefetches the first PFD bytes of data at r (S1BODY's edge loop).
+#define S2EDGE(r, edge) \
+	MOVQ         r, R14;        \
+	MOVQ         $(PFD/64), R13; \
+edge: \
+	PREFETCHNTA  (R14);         \
+	ADDQ         $64, R14;      \
+	DECQ         R13;           \
+	JNZ          edge
+
+// S2BODY is q4avx2i8pair for frame displacement k once A's arguments are
+// loaded. Q4ENTRY's general-loop exit is never taken (the wrapper sends
+// only full rows here), so it goes straight to done.
+#define S2BODY(k, done, edgea, edgeb, full) \
+	Q4COLPREP(S1COL(k), AX, BX, DX, R14); \
+	Q4ENTRY(S1SLOT(k), sc16mask<>, done); \
+	MOVQ         dataB+24(FP), AX;        \
+	MOVQ         scB+16(FP), BX;          \
+	MOVQ         yB+80(FP), DX;           \
+	S2EDGE(DI, edgea);                    \
+	S2EDGE(AX, edgeb);                    \
+full: \
+	S2BLOCK(k);                           \
+	S2BLOCK(k);                           \
+	SUBQ         $4, CX;                  \
+	CMPQ         CX, $4;                  \
+	JGE          full;                    \
+	JMP          done
+
 // The frame is the 1472 bytes above plus 24 for the largest k. The edge
 // loop in S1BODY: the full-row loop prefetches PFD ahead of its block, so
 // a tile's first PFD bytes of data are its predecessor's to fetch. When
@@ -199,6 +257,32 @@ q4i8k24:
 	S1BODY(24, q4i8done, q4i8edge24, q4i8full24, q4i8gen24, q4i8gtab24, q4i8gh024, q4i8gh124, q4i8gh224, q4i8gh324, q4i8gend24, q4i8gendone24, q4i8g124, q4i8g4slow24, q4i8g4r24, q4i8g4e24, q4i8g1r24, q4i8g1e24)
 
 q4i8done:
+	VZEROUPPER
+	RET
+
+TEXT ·q4avx2i8pair(SB), $1496-88
+	MOVQ         sc+0(FP), SI
+	MOVQ         data+8(FP), DI
+	MOVQ         rows+32(FP), CX
+	MOVQ         $8, R8
+	MOVQ         xl+40(FP), AX
+	MOVQ         xh+48(FP), BX
+	MOVQ         c4+56(FP), DX
+	MOVQ         dx+64(FP), R14
+	MOVQ         y+72(FP), R9
+	Q4ALIGNJUMP(R10, q4pk8, q4pk16, q4pk24)
+	S2BODY(0, q4pdone, q4pedgea0, q4pedgeb0, q4pfull0)
+
+q4pk8:
+	S2BODY(8, q4pdone, q4pedgea8, q4pedgeb8, q4pfull8)
+
+q4pk16:
+	S2BODY(16, q4pdone, q4pedgea16, q4pedgeb16, q4pfull16)
+
+q4pk24:
+	S2BODY(24, q4pdone, q4pedgea24, q4pedgeb24, q4pfull24)
+
+q4pdone:
 	VZEROUPPER
 	RET
 

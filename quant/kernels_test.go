@@ -244,6 +244,53 @@ func TestStripeMatchesDot(t *testing.T) {
 	})
 }
 
+// TestDotPairMatchesDot checks DotPair adds into each output exactly what
+// Dot does, on every path: for the pairs the avx2i8 two-stream kernel
+// takes (Q4_0, the same full-group columns, equal row counts a multiple
+// of 4, 128×256 the most common) and for the rest it hands to Dot.
+func TestDotPairMatchesDot(t *testing.T) {
+	withKernel(t, func(t *testing.T, k *Kernel) {
+		if k.Name() == "avx2i8" && !k.PairsQ4() {
+			t.Fatal("avx2i8 lost its two-stream kernel")
+		}
+		rng := rand.New(rand.NewPCG(7, 8))
+		shape := func(typed bool) (Type, int, int) {
+			typ := Q4_0
+			if typed && rng.IntN(4) == 0 {
+				typ = []Type{F32, Q8_0}[rng.IntN(2)]
+			}
+			switch rng.IntN(3) {
+			case 0:
+				return typ, MaxTileRows, MaxTileCols
+			case 1:
+				return typ, 4 * (1 + rng.IntN(MaxTileRows/4)), MaxTileCols - rng.IntN(GroupSize)
+			}
+			return typ, 1 + rng.IntN(MaxTileRows), 1 + rng.IntN(MaxTileCols)
+		}
+		for i := range 60 {
+			ta, ra, cols := shape(true)
+			tb, rb := ta, ra
+			if i%3 == 2 { // the other tile's own type and rows
+				tb, rb, _ = shape(true)
+			}
+			a := Encode(ta, randWeights(rng, ra, cols), ra, cols, cols)
+			b := Encode(tb, randWeights(rng, rb, cols), rb, cols, cols)
+			col := GroupSize * rng.IntN(3)
+			x := randActivation(rng, col, cols)
+			v := k.NewVec(len(x))
+			v.Set(x)
+			ya, yb := randActivation(rng, 0, ra), randActivation(rng, 0, rb)
+			wa, wb := slices.Clone(ya), slices.Clone(yb)
+			DotPair(&a, &b, v, col, ya, yb)
+			Dot(&a, v, col, wa)
+			Dot(&b, v, col, wb)
+			if !sameBits(ya, wa) || !sameBits(yb, wb) {
+				t.Fatalf("pair %d (%s %dx%d, %s %dx%d, col %d): DotPair differs from Dot", i, ta, ra, cols, tb, rb, cols, col)
+			}
+		}
+	})
+}
+
 // TestVecReuse checks a Vec shrunk by Set behaves like a fresh one: the
 // values a longer earlier Set left behind must not leak into products.
 func TestVecReuse(t *testing.T) {

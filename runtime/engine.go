@@ -81,6 +81,10 @@ type Engine struct {
 	mv     *matvecJob // the running matvec's operands (matvec.go)
 	gj     *groupsJob // the running attention loop's (attention_groups.go)
 	kernel *quant.Kernel
+	// pairs: matvecs over Q4_0 plans walk two stripes at once
+	// (matvec_pairs.go); set in New from the kernel, cleared by tests that
+	// compare against the one-stripe walk.
+	pairs bool
 
 	seq seq // the sequence Step advances
 	bf  buffers
@@ -156,6 +160,7 @@ func New(m *cflowfmt.Model, opt Options) (*Engine, error) {
 	if e.kernel == nil {
 		e.kernel = quant.DefaultKernel()
 	}
+	e.pairs = e.kernel.PairsQ4()
 	e.gj = newGroupsJob(e)
 	e.eps = m.Meta.F32(cflowfmt.KeyRMSEps, 1e-6)
 	if e.fx, err = loadFeatures(m); err != nil {

@@ -24,6 +24,13 @@ func dotTile(t *quant.Tile, a *actVec, col int, y []float32) {
 	quant.Dot(t, a.v, col, y)
 }
 
+// dotPair adds two tiles' products over the same columns [col, col+cols)
+// into ya and yb, the same bits as two dotTile calls, walking both tiles
+// at once where the kernel can (matvec_pairs.go).
+func dotPair(ta, tb *quant.Tile, a *actVec, col int, ya, yb []float32) {
+	quant.DotPair(ta, tb, a.v, col, ya, yb)
+}
+
 // Kernel is the dot-kernel path this engine runs (Options.Kernel or the
 // default), for run's report and for callers that must know whether
 // activations are rounded to int8.

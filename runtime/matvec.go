@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/quant"
 )
 
 // stripe is one unit of parallel work: consecutive tiles (in file order) of
@@ -23,6 +24,7 @@ type stripe struct {
 type matPlan struct {
 	stripes []stripe
 	bytes   int64 // on-disk bytes of every tile, for byte accounting
+	q4      bool  // every tile is Q4_0: the case matvec_pairs.go pairs
 	outDims []int
 	inDim   int
 	// numa splits the stripes by owning node; nil until a multi-node
@@ -35,7 +37,7 @@ type matPlan struct {
 // unexpected matrix, or with broken byte arrays are refused here so the hot
 // path never bounds-checks a malformed file.
 func buildPlan(what string, tiles []cflowfmt.MappedTile, outs map[cflowfmt.MatrixID]int, dims []int, inDim int) (*matPlan, error) {
-	p := &matPlan{outDims: dims, inDim: inDim}
+	p := &matPlan{outDims: dims, inDim: inDim, q4: len(tiles) > 0}
 	for i := range tiles {
 		t := &tiles[i]
 		o, ok := outs[t.Matrix]
@@ -50,6 +52,7 @@ func buildPlan(what string, tiles []cflowfmt.MappedTile, outs map[cflowfmt.Matri
 				what, i, t.Offset, t.Matrix, t.RowOffset, t.Tile.Rows, t.ColOffset, t.Tile.Cols, dims[o], inDim)
 		}
 		p.bytes += int64(t.Bytes())
+		p.q4 = p.q4 && t.Tile.Type == quant.Q4_0
 		n := len(p.stripes)
 		if n > 0 && p.stripes[n-1].out == o && p.stripes[n-1].row == int(t.RowOffset) && p.stripes[n-1].rows == t.Tile.Rows {
 			p.stripes[n-1].tiles = append(p.stripes[n-1].tiles, t)
@@ -139,6 +142,10 @@ func (e *Engine) matvec(p *matPlan, a *actVec, outs ...[]float32) {
 	for _, o := range outs {
 		clear(o)
 	}
+	if e.pairs && p.q4 && len(p.stripes) > 1 {
+		e.pool.run(pairCount(len(p.stripes)), j.pairItem)
+		return
+	}
 	e.pool.run(len(p.stripes), j.item)
 }
 
@@ -151,11 +158,15 @@ type matvecJob struct {
 	outs [][]float32
 	hook func(off int64, m cflowfmt.MatrixID)
 	item func(i int)
+	// pairItem is the loop body that walks stripes i and i+h at once
+	// (matvec_pairs.go).
+	pairItem func(i int)
 }
 
 func newMatvecJob() *matvecJob {
 	j := &matvecJob{}
 	j.item = j.stripe
+	j.pairItem = j.pair
 	return j
 }
 
