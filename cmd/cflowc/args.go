@@ -143,6 +143,22 @@ func checkThreads(cmd string, n int) error {
 	return nil
 }
 
+// onOneCPU runs a 1-thread command with GOMAXPROCS 1 and returns the
+// function that restores the setting before. With an idle second P, each
+// preemption of the engine goroutine (the scheduler's 10 ms slices) wakes
+// an OS thread for that P, a futex call, and the goroutine may resume on
+// the other CPU with cold caches: a 1-thread decode token measured 2–3%
+// faster on one P (docs/PERFORMANCE.md, "Session 9: a 1-thread command on
+// one P"). Other counts keep every P: a multi-thread engine's waiting
+// callers poll beside its workers.
+func onOneCPU(threads int) (restore func()) {
+	if threads != 1 {
+		return func() {}
+	}
+	prev := goruntime.GOMAXPROCS(1)
+	return func() { goruntime.GOMAXPROCS(prev) }
+}
+
 // checkOutput refuses an output path that is an input or a directory
 // (cflowfmt.CheckOutput) before the command does any work.
 func checkOutput(cmd, flag, out string, inputs ...string) error {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"reflect"
+	goruntime "runtime"
 	"testing"
 
 	"github.com/urfave/cli/v2"
@@ -28,4 +29,23 @@ func TestInterspersedMovesFlagsBeforePositionals(t *testing.T) {
 			t.Errorf("%q → %q, want %q", c.in, got, c.want)
 		}
 	}
+}
+
+// TestOnOneCPU: a 1-thread command runs on one P and gives the setting
+// back; other thread counts leave it alone.
+func TestOnOneCPU(t *testing.T) {
+	before := goruntime.GOMAXPROCS(0)
+	restore := onOneCPU(1)
+	if got := goruntime.GOMAXPROCS(0); got != 1 {
+		t.Errorf("GOMAXPROCS %d under a 1-thread command, want 1", got)
+	}
+	restore()
+	if got := goruntime.GOMAXPROCS(0); got != before {
+		t.Fatalf("GOMAXPROCS %d after, want %d back", got, before)
+	}
+	restore = onOneCPU(2)
+	if got := goruntime.GOMAXPROCS(0); got != before {
+		t.Errorf("GOMAXPROCS %d under a 2-thread command, want %d", got, before)
+	}
+	restore()
 }

@@ -55,6 +55,7 @@ func runBench(c *cli.Context) error {
 	if err := checkThreads("bench", c.Int("threads")); err != nil {
 		return err
 	}
+	defer onOneCPU(c.Int("threads"))()
 	for _, f := range []string{"tokens", "prompt"} {
 		if c.Int(f) < 0 {
 			return cli.Exit(fmt.Sprintf("bench: --%s %d: must be ≥ 0", f, c.Int(f)), exitUsage)

@@ -101,6 +101,7 @@ func runChat(c *cli.Context) error {
 	if err := checkThreads("chat", c.Int("threads")); err != nil {
 		return err
 	}
+	defer onOneCPU(c.Int("threads"))()
 	m, err := openRunModel(c.Args().First())
 	if err != nil {
 		return cli.Exit("chat: "+err.Error(), exitUsage)

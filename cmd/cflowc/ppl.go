@@ -52,6 +52,7 @@ func runPPL(c *cli.Context) error {
 	if err := checkThreads("ppl", c.Int("threads")); err != nil {
 		return err
 	}
+	defer onOneCPU(c.Int("threads"))()
 	text, err := readArgFile(c.String("text"))
 	if err != nil {
 		return cli.Exit("ppl: "+err.Error(), exitUsage)

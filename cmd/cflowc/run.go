@@ -164,6 +164,7 @@ func runRun(c *cli.Context) error {
 	if err := checkThreads("run", c.Int("threads")); err != nil {
 		return err
 	}
+	defer onOneCPU(c.Int("threads"))()
 	if c.IsSet("trace-out") {
 		if err := checkOutput("run", "--trace-out", c.String("trace-out"), c.Args().First()); err != nil {
 			return err
