@@ -24,7 +24,10 @@ import (
 // rounds times, stripe by stripe, the probe's reader (sum) over the same
 // bytes and then each kernel's products. It reports per kernel the median
 // of the rounds' median stripe rates and that as % of the probe's, so
-// other tenants' memory traffic hits both alike:
+// other tenants' memory traffic hits both alike. A path with a two-stream
+// kernel (quant.Kernel.PairsQ4) is timed a second time as the engine runs
+// it (runtime/matvec_pairs.go): stripes s and s+n/2 at once through
+// quant.DotPair, reported as "<path>pair":
 //
 //	go test -run '^$' -bench DecodeStream -benchtime 7x ./bench
 func BenchmarkDecodeStream(b *testing.B) {
@@ -61,17 +64,21 @@ func BenchmarkDecodeStream(b *testing.B) {
 	}
 	y := make([]float32, stripes*tr)
 	stripeBytes := ct * tileBytes
-	rate := func(laps []time.Duration) float64 {
+	rate := func(laps []time.Duration, bytes int) float64 {
 		slices.Sort(laps)
-		return float64(stripeBytes) / laps[len(laps)/2].Seconds() / 1e9
+		return float64(bytes) / laps[len(laps)/2].Seconds() / 1e9
 	}
-	var ks []*quant.Kernel
+	var ks, pairs []*quant.Kernel
 	for _, k := range quant.Kernels() {
 		if k.Name() != "scalar" {
 			ks = append(ks, k)
 		}
+		if k.PairsQ4() {
+			pairs = append(pairs, k)
+		}
 	}
-	rates := make([][]float64, len(ks)+1) // [0]: the probe
+	rates := make([][]float64, len(ks)+len(pairs)+1) // [0]: the probe
+	h := stripes / 2
 	laps := make([]time.Duration, stripes)
 	var total uint64
 	b.ResetTimer()
@@ -81,7 +88,7 @@ func BenchmarkDecodeStream(b *testing.B) {
 			total += sum(arena[s*stripeBytes/8 : (s+1)*stripeBytes/8])
 			laps[s] = time.Since(t0)
 		}
-		rates[0] = append(rates[0], rate(laps))
+		rates[0] = append(rates[0], rate(laps, stripeBytes))
 		for i, k := range ks {
 			v := k.NewVec(cols)
 			v.Set(x)
@@ -92,16 +99,35 @@ func BenchmarkDecodeStream(b *testing.B) {
 				}
 				laps[s] = time.Since(t0)
 			}
-			rates[i+1] = append(rates[i+1], rate(laps))
+			rates[i+1] = append(rates[i+1], rate(laps, stripeBytes))
+		}
+		for i, k := range pairs {
+			v := k.NewVec(cols)
+			v.Set(x)
+			for s := range h {
+				t0 := time.Now()
+				for c := range ct {
+					quant.DotPair(&tiles[s*ct+c], &tiles[(s+h)*ct+c], v, c*tc, y[s*tr:], y[(s+h)*tr:])
+				}
+				laps[s] = time.Since(t0)
+			}
+			rates[len(ks)+i+1] = append(rates[len(ks)+i+1], rate(laps[:h], 2*stripeBytes))
 		}
 	}
 	b.StopTimer()
 	probe := median(rates[0])
 	b.ReportMetric(probe, "probe-GB/s")
-	for i, k := range ks {
+	names := make([]string, 0, len(ks)+len(pairs))
+	for _, k := range ks {
+		names = append(names, k.Name())
+	}
+	for _, k := range pairs {
+		names = append(names, k.Name()+"pair")
+	}
+	for i, name := range names {
 		r := median(rates[i+1])
-		b.ReportMetric(r, k.Name()+"-GB/s")
-		b.ReportMetric(100*r/probe, k.Name()+"-%probe")
+		b.ReportMetric(r, name+"-GB/s")
+		b.ReportMetric(100*r/probe, name+"-%probe")
 	}
 	b.Logf("%s, %d MiB, %d rounds: probe %s GB/s", quant.CPU().Model, mib, b.N, fmt.Sprint(rates[0]))
 	_ = total
