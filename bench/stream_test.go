@@ -64,9 +64,18 @@ func BenchmarkDecodeStream(b *testing.B) {
 	}
 	y := make([]float32, stripes*tr)
 	stripeBytes := ct * tileBytes
-	rate := func(laps []time.Duration, bytes int) float64 {
-		slices.Sort(laps)
-		return float64(bytes) / laps[len(laps)/2].Seconds() / 1e9
+	laps := make([]time.Duration, stripes)
+	// rate times f(s) for s < n, each step reading bytes, and gives the
+	// median step's GB/s.
+	rate := func(n, bytes int, f func(s int)) float64 {
+		for s := range n {
+			t0 := time.Now()
+			f(s)
+			laps[s] = time.Since(t0)
+		}
+		l := laps[:n]
+		slices.Sort(l)
+		return float64(bytes) / l[n/2].Seconds() / 1e9
 	}
 	var ks, pairs []*quant.Kernel
 	for _, k := range quant.Kernels() {
@@ -79,39 +88,29 @@ func BenchmarkDecodeStream(b *testing.B) {
 	}
 	rates := make([][]float64, len(ks)+len(pairs)+1) // [0]: the probe
 	h := stripes / 2
-	laps := make([]time.Duration, stripes)
 	var total uint64
 	b.ResetTimer()
 	for range b.N {
-		for s := range stripes {
-			t0 := time.Now()
+		rates[0] = append(rates[0], rate(stripes, stripeBytes, func(s int) {
 			total += sum(arena[s*stripeBytes/8 : (s+1)*stripeBytes/8])
-			laps[s] = time.Since(t0)
-		}
-		rates[0] = append(rates[0], rate(laps, stripeBytes))
+		}))
 		for i, k := range ks {
 			v := k.NewVec(cols)
 			v.Set(x)
-			for s := range stripes {
-				t0 := time.Now()
+			rates[i+1] = append(rates[i+1], rate(stripes, stripeBytes, func(s int) {
 				for c := range ct {
 					quant.Dot(&tiles[s*ct+c], v, c*tc, y[s*tr:])
 				}
-				laps[s] = time.Since(t0)
-			}
-			rates[i+1] = append(rates[i+1], rate(laps, stripeBytes))
+			}))
 		}
 		for i, k := range pairs {
 			v := k.NewVec(cols)
 			v.Set(x)
-			for s := range h {
-				t0 := time.Now()
+			rates[len(ks)+i+1] = append(rates[len(ks)+i+1], rate(h, 2*stripeBytes, func(s int) {
 				for c := range ct {
 					quant.DotPair(&tiles[s*ct+c], &tiles[(s+h)*ct+c], v, c*tc, y[s*tr:], y[(s+h)*tr:])
 				}
-				laps[s] = time.Since(t0)
-			}
-			rates[len(ks)+i+1] = append(rates[len(ks)+i+1], rate(laps[:h], 2*stripeBytes))
+			}))
 		}
 	}
 	b.StopTimer()

@@ -122,27 +122,38 @@ GLOBL sc16mask<>(SB), RODATA|NOPTR, $32
 	Q4SUM(S1COL(k), p);         \
 	ACC(S1T(k)+32*(p), Y0)
 
+// S1BLOCK runs one full block (four 8-group rows) of the full-row loop:
+// its prefetches PFD ahead, the scales and tables, the four group pairs,
+// and the rows' sums added into y at R9.
+#define S1BLOCK(k) \
+	Q4PF8(PREFETCHNTA, PFD);                \
+	Q4SCALES((SI), 16(SI), 32(SI), 48(SI)); \
+	Q4TAB(S1COL(k), S1T(k));                \
+	Q4FULLPAIRS(S1PAIR, k);                 \
+	Q4HALVES(Y0, X0);                       \
+	VADDPS       (R9), X0, X0;              \
+	VMOVUPS      X0, (R9)
+
+// S1EDGE prefetches the PFD bytes of data from `from` on (see the note
+// above TEXT ·q4avx2i8), with cur and cnt as scratch.
+#define S1EDGE(from, cur, cnt, edge) \
+	MOVQ         from, cur;      \
+	MOVQ         $(PFD/64), cnt; \
+edge: \
+	PREFETCHNTA  (cur);          \
+	ADDQ         $64, cur;       \
+	DECQ         cnt;            \
+	JNZ          edge
+
 // S1BODY is the whole kernel for frame displacement k once the
 // arguments are loaded, from the column prep to the jump to done; the
 // other arguments are its labels, unique per expansion.
 #define S1BODY(k, done, edge, full, gen, gtab, gh0, gh1, gh2, gh3, gend, gend1, g1, g4slow, g4r, g4e, g1r, g1e) \
 	Q4COLPREP(S1COL(k), AX, BX, DX, R14);  \
 	Q4ENTRY(S1SLOT(k), sc16mask<>, gen);   \
-	MOVQ         DI, AX;                   \
-	MOVQ         $(PFD/64), BX;            \
-edge: \
-	PREFETCHNTA  (AX);                     \
-	ADDQ         $64, AX;                  \
-	DECQ         BX;                       \
-	JNZ          edge;                     \
+	S1EDGE(DI, AX, BX, edge);              \
 full: \
-	Q4PF8(PREFETCHNTA, PFD);               \
-	Q4SCALES((SI), 16(SI), 32(SI), 48(SI)); \
-	Q4TAB(S1COL(k), S1T(k));               \
-	Q4FULLPAIRS(S1PAIR, k); \
-	Q4HALVES(Y0, X0);                      \
-	VADDPS       (R9), X0, X0;             \
-	VMOVUPS      X0, (R9);                 \
+	S1BLOCK(k);                            \
 	Q4NEXTFULL(full); \
 gen: \
 	TESTQ        CX, CX;                   \
@@ -182,29 +193,13 @@ gend1: \
 // Its macros come before any TEXT because go vet reads a macro's FP
 // references as belonging to the function above it.
 #define S2BLOCK(k) \
-	Q4PF8(PREFETCHNTA, PFD);                \
-	Q4SCALES((SI), 16(SI), 32(SI), 48(SI)); \
-	Q4TAB(S1COL(k), S1T(k));                \
-	Q4FULLPAIRS(S1PAIR, k);                 \
-	Q4HALVES(Y0, X0);                       \
-	VADDPS       (R9), X0, X0;              \
-	VMOVUPS      X0, (R9);                  \
+	S1BLOCK(k);                             \
 	ADDQ         $512, DI;                  \
 	ADDQ         $64, SI;                   \
 	ADDQ         $16, R9;                   \
 	XCHGQ        DI, AX;                    \
 	XCHGQ        SI, BX;                    \
 	XCHGQ        R9, DX
-
-// S2EDGE prefetches the first PFD bytes of data at r (S1BODY's edge loop).
-#define S2EDGE(r, edge) \
-	MOVQ         r, R14;        \
-	MOVQ         $(PFD/64), R13; \
-edge: \
-	PREFETCHNTA  (R14);         \
-	ADDQ         $64, R14;      \
-	DECQ         R13;           \
-	JNZ          edge
 
 // S2BODY is q4avx2i8pair for frame displacement k once A's arguments are
 // loaded. Q4ENTRY's general-loop exit is never taken (the wrapper sends
@@ -215,8 +210,8 @@ edge: \
 	MOVQ         dataB+24(FP), AX;        \
 	MOVQ         scB+16(FP), BX;          \
 	MOVQ         yB+80(FP), DX;           \
-	S2EDGE(DI, edgea);                    \
-	S2EDGE(AX, edgeb);                    \
+	S1EDGE(DI, R14, R13, edgea);          \
+	S1EDGE(AX, R14, R13, edgeb);          \
 full: \
 	S2BLOCK(k);                           \
 	S2BLOCK(k);                           \
