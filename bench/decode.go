@@ -24,8 +24,11 @@ type Config struct {
 	Runs       int   // timed runs; the median is reported
 	Warmup     int   // untimed tokens decoded first (page faults, caches)
 	ProbeBytes int64 // probe buffer size; 0 = ProbeBytes
-	ProbeRuns  int   // probe passes; 0 = 5
-	Seed       uint64
+	// ProbeRuns is the least number of probe passes (0 = 5). Decode runs
+	// are bracketed by passes, one before each run and one after the
+	// last (unless Profile is set); the rest follow.
+	ProbeRuns int
+	Seed      uint64
 	// Profile, when set, receives a CPU profile of the timed prompt and
 	// decode runs only
 	// (not the warm-up or the probe), for go tool pprof.
@@ -90,8 +93,10 @@ type StreamBytesPerToken struct {
 // Bytes per token come from the engine's counters over the timed runs.
 // With Prompt > 0 it first times prompt processing like llama-bench's pp
 // test: BOS and seeded random tokens, Prompt of them from an empty cache
-// through the engine's prompt path. The probe runs last, with the same
-// thread count.
+// through the engine's prompt path. The read probe, with the same thread
+// count, takes a pass before each decode run and after the last, so that
+// the roofline fraction compares medians taken over the same minutes of a
+// shared machine, then the passes left of ProbeRuns.
 func Run(m *cflowfmt.Model, cfg Config) (*Result, error) {
 	cfg.Threads = max(1, cfg.Threads)
 	cfg.Runs = max(1, cfg.Runs)
@@ -137,6 +142,9 @@ func Run(m *cflowfmt.Model, cfg Config) (*Result, error) {
 	if err := decode(cfg.Warmup); err != nil {
 		return nil, err
 	}
+	// The probe's buffer is filled and faulted in before any timing.
+	rd := newReader(cfg.ProbeBytes, cfg.Threads)
+	defer rd.close()
 	r := &Result{Model: m.Path, CPU: CPUName(), Quant: h.QuantType.String(), Kernel: e.Kernel().Name(), Threads: cfg.Threads, Tokens: cfg.Tokens}
 	if cfg.Profile != nil {
 		if err := pprof.StartCPUProfile(cfg.Profile); err != nil {
@@ -167,7 +175,11 @@ func Run(m *cflowfmt.Model, cfg Config) (*Result, error) {
 		r.PromptTokS = median(r.PromptRuns)
 	}
 	if cfg.Tokens > 0 {
-		if err := decodeRuns(e, cfg, r, decode); err != nil {
+		between := rd.pass
+		if cfg.Profile != nil {
+			between = func() {} // the profile is the engine's alone
+		}
+		if err := decodeRuns(e, cfg, r, decode, between); err != nil {
 			return nil, err
 		}
 	}
@@ -178,7 +190,10 @@ func Run(m *cflowfmt.Model, cfg Config) (*Result, error) {
 		f := h.Fraction()
 		r.HugePageFraction, r.HugePageBytes, r.MappedBytes = &f, h.Huge, h.Size
 	}
-	p := ReadBandwidth(cfg.ProbeBytes, cfg.Threads, cfg.ProbeRuns)
+	for len(rd.p.GBs) < cfg.ProbeRuns {
+		rd.pass()
+	}
+	p := rd.probe()
 	r.ProbeRuns, r.RooflineGBs = p.GBs, p.Median
 	if r.BytesPerToken > 0 {
 		r.RooflineTokS = p.Median * 1e9 / r.BytesPerToken
@@ -194,10 +209,13 @@ func Run(m *cflowfmt.Model, cfg Config) (*Result, error) {
 func prompt(e *runtime.Engine, ts []int) ([]float32, error) { return e.Prefill(ts) }
 
 // decodeRuns times cfg.Runs decode runs into r (tok/s per run, median,
-// bytes per token and effective GB/s).
-func decodeRuns(e *runtime.Engine, cfg Config, r *Result, decode func(n int) error) error {
+// bytes per token and effective GB/s), calling between before each run and
+// after the last.
+func decodeRuns(e *runtime.Engine, cfg Config, r *Result, decode func(n int) error, between func()) error {
 	before := e.Stats()
+	defer between()
 	for range cfg.Runs {
+		between()
 		t0 := time.Now()
 		if err := decode(cfg.Tokens); err != nil {
 			return err

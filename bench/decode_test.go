@@ -69,6 +69,11 @@ func TestRunAccountsBytesPerToken(t *testing.T) {
 	if len(r.Runs) != 3 || r.DecodeTokS != median(r.Runs) || r.DecodeTokS <= 0 {
 		t.Errorf("runs %v, median %v", r.Runs, r.DecodeTokS)
 	}
+	// A probe pass before each of the 3 decode runs and one after the last:
+	// 4 passes, past ProbeRuns' 3.
+	if len(r.ProbeRuns) != 4 || r.RooflineGBs != median(r.ProbeRuns) {
+		t.Errorf("probe passes %v (median %v), want 4 bracketing the 3 runs", r.ProbeRuns, r.RooflineGBs)
+	}
 	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Abs(b) }
 	if !near(r.GBs, r.DecodeTokS*r.BytesPerToken/1e9) || !near(r.RooflineFrac, r.GBs/r.RooflineGBs) ||
 		!near(r.RooflineTokS, r.RooflineGBs*1e9/r.BytesPerToken) {
@@ -130,6 +135,9 @@ func TestRunPromptOnly(t *testing.T) {
 	}
 	if r.Tokens != 0 || len(r.Runs) != 0 || r.DecodeTokS != 0 || r.BytesPerToken != 0 {
 		t.Errorf("--tokens 0 still decoded: %+v", r)
+	}
+	if len(r.ProbeRuns) != 1 {
+		t.Errorf("probe passes %v without decode runs, want ProbeRuns' 1", r.ProbeRuns)
 	}
 	if r.CPU == "" {
 		t.Error("no CPU name")

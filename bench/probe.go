@@ -27,27 +27,60 @@ type Probe struct {
 // allows, as a mapped model file does. It reports every pass and their
 // median. The buffer is released before it returns.
 func ReadBandwidth(size int64, threads, passes int) Probe {
+	r := newReader(size, threads)
+	defer r.close()
+	for range max(1, passes) {
+		r.pass()
+	}
+	return r.probe()
+}
+
+// reader is ReadBandwidth's buffer kept between timed passes, so Run can
+// take its passes between decode runs: other tenants' memory traffic then
+// weighs on the probe and on decode alike.
+type reader struct {
+	buf     []uint64
+	release func()
+	p       Probe
+	total   uint64
+}
+
+// newReader allocates and fills the probe buffer and reads it once,
+// untimed, to fault the pages in.
+func newReader(size int64, threads int) *reader {
 	threads = max(1, threads)
-	passes = max(1, passes)
 	// On huge pages where the kernel allows, as the model's mapping is: a
 	// probe on 4 KiB pages reads slower than the engine can (hugeBytes).
 	raw, release := hugeBytes(int(size / 8 * 8))
-	defer release()
 	buf := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(raw))), len(raw)/8)
 	for i := range buf {
 		buf[i] = uint64(i)
 	}
-	p := Probe{Bytes: int64(len(buf)) * 8, Threads: threads}
-	total := readAll(buf, threads)
-	for range passes {
-		t0 := time.Now()
-		total += readAll(buf, threads)
-		p.GBs = append(p.GBs, float64(p.Bytes)/time.Since(t0).Seconds()/1e9)
-	}
-	// The sums must stay alive so the compiler cannot drop the reads.
-	runtime.KeepAlive(total)
+	r := &reader{buf: buf, release: release, p: Probe{Bytes: int64(len(buf)) * 8, Threads: threads}}
+	r.total = readAll(buf, threads)
+	return r
+}
+
+// pass times one read of the whole buffer and records its GB/s.
+func (r *reader) pass() {
+	t0 := time.Now()
+	r.total += readAll(r.buf, r.p.Threads)
+	r.p.GBs = append(r.p.GBs, float64(r.p.Bytes)/time.Since(t0).Seconds()/1e9)
+}
+
+// probe is every pass so far and their median.
+func (r *reader) probe() Probe {
+	p := r.p
+	p.GBs = slices.Clone(p.GBs)
 	p.Median = median(p.GBs)
 	return p
+}
+
+// close releases the buffer.
+func (r *reader) close() {
+	// The sums must stay alive so the compiler cannot drop the reads.
+	runtime.KeepAlive(r.total)
+	r.release()
 }
 
 // readAll sums buf with `threads` goroutines over contiguous shares and

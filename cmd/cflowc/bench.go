@@ -22,7 +22,9 @@ func init() {
 		ArgsUsage: "FILE",
 		Description: "After --warmup untimed tokens, decodes --tokens tokens --runs times from an empty KV cache\n" +
 			"(BOS, then seeded random tokens, as llama-bench's tg test) and reports the median tok/s.\n" +
-			"Then reads a --probe-mib buffer with the same thread count (median of --probe-runs passes):\n" +
+			"A read probe over a --probe-mib buffer, with the same thread count, takes a pass before each\n" +
+			"decode run and after the last (a shared machine's traffic then weighs on both alike), then more\n" +
+			"up to --probe-runs passes (with --cpuprofile, all after the runs); its median is the roofline:\n" +
 			"roofline tok/s = probe GB/s ÷ bytes per token; roofline fraction = effective GB/s ÷ probe GB/s.\n" +
 			"--prompt N first times prompt processing as llama-bench's ppN test: N tokens (BOS, then seeded\n" +
 			"random tokens) from an empty cache through the prompt path, --runs times, median prompt tok/s.\n" +
@@ -35,7 +37,7 @@ func init() {
 			&cli.IntFlag{Name: "runs", Aliases: []string{"r"}, Value: 5, Usage: "timed runs, 1..1000 (median reported)"},
 			&cli.IntFlag{Name: "warmup", Value: 16, Usage: "untimed warm-up tokens"},
 			&cli.IntFlag{Name: "probe-mib", Value: bench.ProbeBytes >> 20, Usage: "probe buffer size in MiB (larger than the LLC)"},
-			&cli.IntFlag{Name: "probe-runs", Value: 5, Usage: "probe passes, 1..1000 (median reported)"},
+			&cli.IntFlag{Name: "probe-runs", Value: 5, Usage: "probe passes at least, 1..1000 (median reported; decode runs add one each, plus one)"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the decode runs (go tool pprof)"},
 			&cli.StringFlag{Name: "expert-io", Value: "mmap", Usage: "expert fetch: mmap, sync or direct (as run's --expert-io)"},
