@@ -106,3 +106,43 @@ func TestPairedStripesReadEveryTileOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestPairedOneColumnFeeds: a one-column StepFeeds (a server with one
+// client decoding) walks the pairs too, with the bits of the one-stripe
+// walk, and a prompt's feed (several columns) is untouched by pairing.
+func TestPairedOneColumnFeeds(t *testing.T) {
+	k := pairKernel(t)
+	for _, c := range append(archCases(), wideCase()) {
+		tm := c.build(quant.Q4_0, 17)
+		paired, single := newEngineOn(t, tm.m, 2, k), newEngineOn(t, tm.m, 2, k)
+		single.pairs = false
+		qp, qs := paired.NewSequence(), single.NewSequence()
+		feed := func(e *Engine, q *Sequence, toks []int) []float32 {
+			out, err := e.StepFeeds([]Feed{{Seq: q, Toks: toks, Logits: true}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out[0]
+		}
+		if a, b := feed(paired, qp, testTokens[:3]), feed(single, qs, testTokens[:3]); !slices.Equal(a, b) {
+			t.Fatalf("%s: a 3-token feed's logits differ with pairing on", c.name)
+		}
+		for i, tok := range testTokens[3:] {
+			if a, b := feed(paired, qp, []int{tok}), feed(single, qs, []int{tok}); !slices.Equal(a, b) {
+				t.Fatalf("%s, token %d: one-column feed's logits differ with pairing on", c.name, i)
+			}
+		}
+	}
+	tm := wideCase().build(quant.Q4_0, 3)
+	paired, single := newEngineOn(t, tm.m, 1, k), newEngineOn(t, tm.m, 1, k)
+	single.pairs = false
+	rp, rs := recordReads(paired), recordReads(single)
+	for _, e := range []*Engine{paired, single} {
+		if _, err := e.StepFeeds([]Feed{{Seq: e.NewSequence(), Toks: []int{5}, Logits: true}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if slices.Equal(*rp, *rs) {
+		t.Fatal("a one-column feed reads in the one-stripe order: nothing was paired")
+	}
+}
