@@ -132,8 +132,7 @@ func (e *Engine) matvec(p *matPlan, a *actVec, outs ...[]float32) {
 		return
 	}
 	j := e.mv
-	j.p, j.a, j.hook = p, a, e.readHook
-	j.outs = append(j.outs[:0], outs...)
+	j.load(p, a, e.readHook, outs)
 	defer j.reset()
 	if e.numa != nil {
 		e.numaMatvec(p, a, j.outs)
@@ -142,11 +141,18 @@ func (e *Engine) matvec(p *matPlan, a *actVec, outs ...[]float32) {
 	for _, o := range outs {
 		clear(o)
 	}
-	if e.pairs && p.q4 && len(p.stripes) > 1 {
-		e.pool.run(pairCount(len(p.stripes)), j.pairItem)
+	e.walkStripes(p)
+}
+
+// walkStripes runs plan p, loaded into the engine's matvecJob, across the
+// pool: two stripes per item where the kernel pairs p's tiles
+// (matvec_pairs.go), one otherwise.
+func (e *Engine) walkStripes(p *matPlan) {
+	if e.pairsPlan(p) {
+		e.pool.run(pairCount(len(p.stripes)), e.mv.pairItem)
 		return
 	}
-	e.pool.run(len(p.stripes), j.item)
+	e.pool.run(len(p.stripes), e.mv.item)
 }
 
 // matvecJob holds the operands of the matvec an engine is running (one at
@@ -168,6 +174,12 @@ func newMatvecJob() *matvecJob {
 	j.item = j.stripe
 	j.pairItem = j.pair
 	return j
+}
+
+// load copies a matvec's operands into the job.
+func (j *matvecJob) load(p *matPlan, a *actVec, hook func(off int64, m cflowfmt.MatrixID), outs [][]float32) {
+	j.p, j.a, j.hook = p, a, hook
+	j.outs = append(j.outs[:0], outs...)
 }
 
 // reset drops the finished matvec's operands, so the job keeps no output

@@ -20,15 +20,13 @@ func (e *Engine) matvecLanes(p *matPlan, ls []*lane) {
 	}
 	hook := e.readHook
 	B := len(ls)
-	if B == 1 && e.pairs && p.q4 && len(p.stripes) > 1 {
+	if B == 1 && e.pairsPlan(p) {
 		// One column (a server with one client decoding): the decode
 		// walk, two stripes at once (matvec_pairs.go); DotBatch on one
 		// column is Dot, so the bits are the same.
-		j := e.mv
-		j.p, j.a, j.hook = p, ls[0].req.a, hook
-		j.outs = append(j.outs[:0], ls[0].req.outs...)
-		e.pool.run(pairCount(len(p.stripes)), j.pairItem)
-		j.reset()
+		e.mv.load(p, ls[0].req.a, hook, ls[0].req.outs)
+		e.walkStripes(p)
+		e.mv.reset()
 		return
 	}
 	xs := make([]*quant.Vec, B)

@@ -12,6 +12,11 @@ package runtime
 // one goroutine, so the results are the same bits as the one-stripe walk's,
 // for any thread count.
 
+// pairsPlan reports whether matvecs over p walk stripe pairs: the
+// engine's kernel pairs Q4_0 tiles, p's tiles are all Q4_0, and there are
+// two stripes to pair.
+func (e *Engine) pairsPlan(p *matPlan) bool { return e.pairs && p.q4 && len(p.stripes) > 1 }
+
 // pairCount is the number of work items for n stripes paired this way;
 // with n odd the last item is the middle stripe alone.
 func pairCount(n int) int { return (n + 1) / 2 }

@@ -8,17 +8,26 @@ import (
 	"github.com/cflow-dev/cflow/quant"
 )
 
-// pairKernel is a path with a two-stream Q4 kernel (avx2i8 on any AVX2
-// CPU), so the paired walk is tested whatever the default path is.
-func pairKernel(t *testing.T) *quant.Kernel {
-	t.Helper()
+// pairingKernel is a path with a two-stream Q4 kernel (avx2i8 on any
+// AVX2 CPU), so the paired walk is tested whatever the default path is;
+// nil where this CPU and build have none.
+func pairingKernel() *quant.Kernel {
 	for _, k := range quant.Kernels() {
 		if k.PairsQ4() {
 			return k
 		}
 	}
-	t.Skip("no path with a two-stream kernel on this CPU/build")
 	return nil
+}
+
+// pairKernel is pairingKernel, skipping the test where there is none.
+func pairKernel(t *testing.T) *quant.Kernel {
+	t.Helper()
+	k := pairingKernel()
+	if k == nil {
+		t.Skip("no path with a two-stream kernel on this CPU/build")
+	}
+	return k
 }
 
 // wideCase is a llama whose matrices tile 128×256 like real models', so
