@@ -37,7 +37,7 @@ func init() {
 			&cli.IntFlag{Name: "runs", Aliases: []string{"r"}, Value: 5, Usage: "timed runs, 1..1000 (median reported)"},
 			&cli.IntFlag{Name: "warmup", Value: 16, Usage: "untimed warm-up tokens"},
 			&cli.IntFlag{Name: "probe-mib", Value: bench.ProbeBytes >> 20, Usage: "probe buffer size in MiB (larger than the LLC)"},
-			&cli.IntFlag{Name: "probe-runs", Value: 5, Usage: "probe passes at least, 1..1000 (median reported; decode runs add one each, plus one)"},
+			&cli.IntFlag{Name: "probe-runs", Value: 5, Usage: "least probe passes, 1..1000 (median reported; with a decode test, one before each run and one after the last, then more up to this)"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the decode runs (go tool pprof)"},
 			&cli.StringFlag{Name: "expert-io", Value: "mmap", Usage: "expert fetch: mmap, sync or direct (as run's --expert-io)"},
