@@ -186,26 +186,50 @@ func columns4(xs []*Vec, col int, ys [][]float32, j int) (xp, yp [4]*float32) {
 //go:noescape
 func q4avx2i8x4(sc, data *byte, rows, groups int, cols *[4]vnniCol)
 
+// q4avx2i8x2 and q4avx2i8x3 are q4avx2i8x4 for two and three columns.
+//
+//go:noescape
+func q4avx2i8x2(sc, data *byte, rows, groups int, cols *[2]vnniCol)
+
+//go:noescape
+func q4avx2i8x3(sc, data *byte, rows, groups int, cols *[3]vnniCol)
+
 //go:noescape
 func q8avx2i8x4(sc, data *byte, rows, groups int, cols *[4]vnniCol)
 
 // dotQ4AVX2I8Batch is the avx2i8 path's DotBatch for Q4_0: four columns at
-// a time, the last B mod 4 through the single-column kernel. Both kernels
-// run each column through the same arithmetic (q4rows_amd64.h), so every
-// tile shape, pad nibbles included, gives Dot's bits.
+// a time, the last B mod 4 (two or three) through the two- or
+// three-column kernel, one through the single-column one. All run each
+// column through the same arithmetic (q4rows_amd64.h), so every tile
+// shape, pad nibbles included, gives Dot's bits.
 func dotQ4AVX2I8Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {
 	g, g0 := Groups(t.Cols), col/GroupSize
 	j := 0
 	for ; j+4 <= len(xs); j += 4 {
 		var cs [4]vnniCol
-		for i := range cs {
-			x := xs[j+i]
-			cs[i] = vnniCol{&x.xl[g0*16], &x.xh[g0*16], &x.c4[g0*4], &x.dx[g0], &ys[j+i][0]}
-		}
+		i8Columns(cs[:], xs[j:], g0, ys[j:])
 		q4avx2i8x4(&t.Scales[0], &t.Data[0], t.Rows, g, &cs)
 	}
-	for ; j < len(xs); j++ {
+	switch len(xs) - j {
+	case 3:
+		var cs [3]vnniCol
+		i8Columns(cs[:], xs[j:], g0, ys[j:])
+		q4avx2i8x3(&t.Scales[0], &t.Data[0], t.Rows, g, &cs)
+	case 2:
+		var cs [2]vnniCol
+		i8Columns(cs[:], xs[j:], g0, ys[j:])
+		q4avx2i8x2(&t.Scales[0], &t.Data[0], t.Rows, g, &cs)
+	case 1:
 		dotQ4AVX2I8(t, xs[j], col, ys[j])
+	}
+}
+
+// i8Columns points cs at the int8 views of columns xs[:len(cs)] from group
+// g0 on and at their outputs ys[:len(cs)].
+func i8Columns(cs []vnniCol, xs []*Vec, g0 int, ys [][]float32) {
+	for i := range cs {
+		x := xs[i]
+		cs[i] = vnniCol{&x.xl[g0*16], &x.xh[g0*16], &x.c4[g0*4], &x.dx[g0], &ys[i][0]}
 	}
 }
 

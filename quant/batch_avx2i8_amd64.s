@@ -168,25 +168,40 @@ l1: \
 #define X4T(k, c) ((k)+5120+(c)*128)
 #define X4SLOT(k) ((k)+5632)
 
-// X4PAIR runs group pair p of the block against the four columns (the
-// first pair starts the accumulators); w0..w3 as in Q4BUILD.
-#define X4PAIR(k, p, w0, w1, w2, w3, ACC) \
+// X2PAIR, X3PAIR and X4PAIR run group pair p of the block against the
+// first two, three or four columns (the first pair starts the
+// accumulators, Y0 upward); w0..w3 as in Q4BUILD. Each adds one column to
+// the one before, so column c's instructions are the same whatever the
+// count: every column gets Dot's bits.
+#define X2PAIR(k, p, w0, w1, w2, w3, ACC) \
 	Q4BUILD(p, w0, w1, w2, w3);      \
 	Q4SUM(X4COL(k, 0), p);           \
 	ACC(X4T(k, 0)+32*(p), Y0);       \
 	Q4SUM(X4COL(k, 1), p);           \
-	ACC(X4T(k, 1)+32*(p), Y1);       \
+	ACC(X4T(k, 1)+32*(p), Y1)
+
+#define X3PAIR(k, p, w0, w1, w2, w3, ACC) \
+	X2PAIR(k, p, w0, w1, w2, w3, ACC); \
 	Q4SUM(X4COL(k, 2), p);           \
-	ACC(X4T(k, 2)+32*(p), Y2);       \
+	ACC(X4T(k, 2)+32*(p), Y2)
+
+#define X4PAIR(k, p, w0, w1, w2, w3, ACC) \
+	X3PAIR(k, p, w0, w1, w2, w3, ACC); \
 	Q4SUM(X4COL(k, 3), p);           \
 	ACC(X4T(k, 3)+32*(p), Y3)
 
-// X4TABS writes the four columns' tables from the block's row scales
+// X2TABS..X4TABS write the columns' tables from the block's row scales
 // (Y4..Y7, Q4SCALES).
-#define X4TABS(k) \
+#define X2TABS(k) \
 	Q4TAB(X4COL(k, 0), X4T(k, 0)); \
-	Q4TAB(X4COL(k, 1), X4T(k, 1)); \
-	Q4TAB(X4COL(k, 2), X4T(k, 2)); \
+	Q4TAB(X4COL(k, 1), X4T(k, 1))
+
+#define X3TABS(k) \
+	X2TABS(k); \
+	Q4TAB(X4COL(k, 2), X4T(k, 2))
+
+#define X4TABS(k) \
+	X3TABS(k); \
 	Q4TAB(X4COL(k, 3), X4T(k, 3))
 
 // X4OUT4 adds column c's four row sums (acc, its low half x) into its y
@@ -203,6 +218,20 @@ l1: \
 	VADDSS  (R14)(R9*1), x, x;      \
 	VMOVSS  x, (R14)(R9*1)
 
+// XnOUTS(OUT) passes each of the first n columns' accumulators to OUT
+// (X4OUT4 or X4OUT1).
+#define X2OUTS(OUT) \
+	OUT(0, Y0, X0); \
+	OUT(1, Y1, X1)
+
+#define X3OUTS(OUT) \
+	X2OUTS(OUT); \
+	OUT(2, Y2, X2)
+
+#define X4OUTS(OUT) \
+	X3OUTS(OUT); \
+	OUT(3, Y3, X3)
+
 // X4COLPREP fills column c's block from cols[c] (at BX; vnniCol: xl, xh,
 // c4, dx, y at +0..+32).
 #define X4COLPREP(k, c) \
@@ -212,25 +241,34 @@ l1: \
 	MOVQ ((c)*40+24)(BX), R11; \
 	Q4COLPREP(X4COL(k, c), AX, DX, R10, R11)
 
-// X4BODY is the whole kernel for frame displacement k, from the column
-// prep to the jump to done; the other arguments are its labels, unique
-// per expansion.
-#define X4BODY(k, done, full, gen, gtab, gh0, gh1, gh2, gh3, gend, gend1, g1, g4slow, g4r, g4e, g1r, g1e) \
-	X4COLPREP(k, 0);                   \
-	X4COLPREP(k, 1);                   \
-	X4COLPREP(k, 2);                   \
-	X4COLPREP(k, 3);                   \
+// XnCOLPREPS fill the first n columns' blocks.
+#define X2COLPREPS(k) \
+	X4COLPREP(k, 0); \
+	X4COLPREP(k, 1)
+
+#define X3COLPREPS(k) \
+	X2COLPREPS(k); \
+	X4COLPREP(k, 2)
+
+#define X4COLPREPS(k) \
+	X3COLPREPS(k); \
+	X4COLPREP(k, 3)
+
+// XBODY is the whole kernel for frame displacement k, from the column
+// prep to the jump to done, for the column count whose macros PREPS,
+// TABS, PAIR and OUTS are (X2…, X3… or X4…); the other arguments are its
+// labels, unique per expansion. The frame layout is the four-column one
+// whatever the count.
+#define XBODY(k, PREPS, TABS, PAIR, OUTS, done, full, gen, gtab, gh0, gh1, gh2, gh3, gend, gend1, g1, g4slow, g4r, g4e, g1r, g1e) \
+	PREPS(k);                          \
 	XORQ       R9, R9;                 \
 	Q4ENTRY(X4SLOT(k), sc16mask4<>, gen); \
 full: \
 	Q4PF8(PREFETCHT0, X4PFD);          \
 	Q4SCALES((SI), 16(SI), 32(SI), 48(SI)); \
-	X4TABS(k);                         \
-	Q4FULLPAIRS(X4PAIR, k); \
-	X4OUT4(0, Y0, X0);                 \
-	X4OUT4(1, Y1, X1);                 \
-	X4OUT4(2, Y2, X2);                 \
-	X4OUT4(3, Y3, X3);                 \
+	TABS(k);                           \
+	Q4FULLPAIRS(PAIR, k);              \
+	OUTS(X4OUT4);                      \
 	Q4NEXTFULL(full); \
 gen: \
 	TESTQ CX, CX;                      \
@@ -238,26 +276,24 @@ gen: \
 	Q4PF7(PREFETCHT0, X4PFD);          \
 	Q4SCROWS(X4SLOT(k), g1, g4slow, g4r, g4e, g1r, g1e, gtab); \
 gtab: \
-	X4TABS(k);                         \
-	Q4GENPAIRS(X4PAIR, k, gh0, gh1, gh2, gh3, gend); \
+	TABS(k);                           \
+	Q4GENPAIRS(PAIR, k, gh0, gh1, gh2, gh3, gend); \
 gend: \
 	CMPQ    CX, $4;                    \
 	JLT     gend1;                     \
-	X4OUT4(0, Y0, X0);                 \
-	X4OUT4(1, Y1, X1);                 \
-	X4OUT4(2, Y2, X2);                 \
-	X4OUT4(3, Y3, X3);                 \
+	OUTS(X4OUT4);                      \
 	Q4NEXTGEN(gen); \
 gend1: \
-	X4OUT1(0, Y0, X0);                 \
-	X4OUT1(1, Y1, X1);                 \
-	X4OUT1(2, Y2, X2);                 \
-	X4OUT1(3, Y3, X3);                 \
+	OUTS(X4OUT1);                      \
 	ADDQ    R12, DI;                   \
 	ADDQ    R13, SI;                   \
 	ADDQ    $4, R9;                    \
 	DECQ    CX;                        \
 	JMP     gen
+
+// X4BODY is XBODY for four columns (q4avx2i8x4).
+#define X4BODY(k, done, full, gen, gtab, gh0, gh1, gh2, gh3, gend, gend1, g1, g4slow, g4r, g4e, g1r, g1e) \
+	XBODY(k, X4COLPREPS, X4TABS, X4PAIR, X4OUTS, done, full, gen, gtab, gh0, gh1, gh2, gh3, gend, gend1, g1, g4slow, g4r, g4e, g1r, g1e)
 
 // The frame is the 5696 bytes above plus 24 for the largest k.
 TEXT ·q4avx2i8x4(SB), $5720-40
@@ -279,6 +315,56 @@ q4x4k24:
 	X4BODY(24, q4x4done, q4x4full24, q4x4gen24, q4x4gtab24, q4x4gh024, q4x4gh124, q4x4gh224, q4x4gh324, q4x4gend24, q4x4gendone24, q4x4g124, q4x4g4slow24, q4x4g4r24, q4x4g4e24, q4x4g1r24, q4x4g1e24)
 
 q4x4done:
+	VZEROUPPER
+	RET
+
+// q4avx2i8x2 and q4avx2i8x3 are q4avx2i8x4 for two and three columns (a
+// server tick with two or three clients decoding, a prompt's last B mod 4
+// columns): one pass over the tile, so its look-ahead keeps the DRAM
+// stream going for all of them, where one q4avx2i8 call per column
+// stalled it while the second and third walked the tile from L1. Same
+// frame as q4avx2i8x4.
+TEXT ·q4avx2i8x2(SB), $5720-40
+	MOVQ         sc+0(FP), SI
+	MOVQ         data+8(FP), DI
+	MOVQ         rows+16(FP), CX
+	MOVQ         groups+24(FP), R8
+	MOVQ         cols+32(FP), BX
+	Q4ALIGNJUMP(AX, q4x2k8, q4x2k16, q4x2k24)
+	XBODY(0, X2COLPREPS, X2TABS, X2PAIR, X2OUTS, q4x2done, q4x2full0, q4x2gen0, q4x2gtab0, q4x2gh00, q4x2gh10, q4x2gh20, q4x2gh30, q4x2gend0, q4x2gendone0, q4x2g10, q4x2g4slow0, q4x2g4r0, q4x2g4e0, q4x2g1r0, q4x2g1e0)
+
+q4x2k8:
+	XBODY(8, X2COLPREPS, X2TABS, X2PAIR, X2OUTS, q4x2done, q4x2full8, q4x2gen8, q4x2gtab8, q4x2gh08, q4x2gh18, q4x2gh28, q4x2gh38, q4x2gend8, q4x2gendone8, q4x2g18, q4x2g4slow8, q4x2g4r8, q4x2g4e8, q4x2g1r8, q4x2g1e8)
+
+q4x2k16:
+	XBODY(16, X2COLPREPS, X2TABS, X2PAIR, X2OUTS, q4x2done, q4x2full16, q4x2gen16, q4x2gtab16, q4x2gh016, q4x2gh116, q4x2gh216, q4x2gh316, q4x2gend16, q4x2gendone16, q4x2g116, q4x2g4slow16, q4x2g4r16, q4x2g4e16, q4x2g1r16, q4x2g1e16)
+
+q4x2k24:
+	XBODY(24, X2COLPREPS, X2TABS, X2PAIR, X2OUTS, q4x2done, q4x2full24, q4x2gen24, q4x2gtab24, q4x2gh024, q4x2gh124, q4x2gh224, q4x2gh324, q4x2gend24, q4x2gendone24, q4x2g124, q4x2g4slow24, q4x2g4r24, q4x2g4e24, q4x2g1r24, q4x2g1e24)
+
+q4x2done:
+	VZEROUPPER
+	RET
+
+TEXT ·q4avx2i8x3(SB), $5720-40
+	MOVQ         sc+0(FP), SI
+	MOVQ         data+8(FP), DI
+	MOVQ         rows+16(FP), CX
+	MOVQ         groups+24(FP), R8
+	MOVQ         cols+32(FP), BX
+	Q4ALIGNJUMP(AX, q4x3k8, q4x3k16, q4x3k24)
+	XBODY(0, X3COLPREPS, X3TABS, X3PAIR, X3OUTS, q4x3done, q4x3full0, q4x3gen0, q4x3gtab0, q4x3gh00, q4x3gh10, q4x3gh20, q4x3gh30, q4x3gend0, q4x3gendone0, q4x3g10, q4x3g4slow0, q4x3g4r0, q4x3g4e0, q4x3g1r0, q4x3g1e0)
+
+q4x3k8:
+	XBODY(8, X3COLPREPS, X3TABS, X3PAIR, X3OUTS, q4x3done, q4x3full8, q4x3gen8, q4x3gtab8, q4x3gh08, q4x3gh18, q4x3gh28, q4x3gh38, q4x3gend8, q4x3gendone8, q4x3g18, q4x3g4slow8, q4x3g4r8, q4x3g4e8, q4x3g1r8, q4x3g1e8)
+
+q4x3k16:
+	XBODY(16, X3COLPREPS, X3TABS, X3PAIR, X3OUTS, q4x3done, q4x3full16, q4x3gen16, q4x3gtab16, q4x3gh016, q4x3gh116, q4x3gh216, q4x3gh316, q4x3gend16, q4x3gendone16, q4x3g116, q4x3g4slow16, q4x3g4r16, q4x3g4e16, q4x3g1r16, q4x3g1e16)
+
+q4x3k24:
+	XBODY(24, X3COLPREPS, X3TABS, X3PAIR, X3OUTS, q4x3done, q4x3full24, q4x3gen24, q4x3gtab24, q4x3gh024, q4x3gh124, q4x3gh224, q4x3gh324, q4x3gend24, q4x3gendone24, q4x3g124, q4x3g4slow24, q4x3g4r24, q4x3g4e24, q4x3g1r24, q4x3g1e24)
+
+q4x3done:
 	VZEROUPPER
 	RET
 

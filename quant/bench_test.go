@@ -292,7 +292,7 @@ func BenchmarkDotBatchDRAM(b *testing.B) {
 			if err != nil || name == "scalar" {
 				continue
 			}
-			for _, B := range []int{1, 4} {
+			for _, B := range []int{1, 2, 3, 4} {
 				b.Run(fmt.Sprintf("type=%s/kernel=%s/B=%d", typ, name, B), func(b *testing.B) {
 					bytes, sec := benchStripes(b, k, m, rows, cols, B)
 					b.ReportMetric(bytes/sec/1e9, "weight-GB/s")
