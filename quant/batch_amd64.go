@@ -233,7 +233,14 @@ func i8Columns(cs []vnniCol, xs []*Vec, g0 int, ys [][]float32) {
 	}
 }
 
-// dotQ8AVX2I8Batch is dotQ4AVX2I8Batch for Q8_0.
+// dotQ8AVX2I8Batch is dotQ4AVX2I8Batch for Q8_0. A last three columns go
+// through q8avx2i8x4 too, its fourth lane repeating the batch's first
+// column into a scratch output: each lane's arithmetic is its own, so the
+// real columns keep Dot's bits, and one pass over the tile keeps the DRAM
+// stream going where a call per column stalled it (1.17x the weight GB/s
+// at B = 3 on Zen 3; at B = 2 the padded lanes cost more than they gain,
+// 0.94x, so two columns stay one call each; docs/PERFORMANCE.md, "Session
+// 10: two- and three-column kernels").
 func dotQ8AVX2I8Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {
 	g, g0 := Groups(t.Cols), col/GroupSize
 	j := 0
@@ -244,6 +251,17 @@ func dotQ8AVX2I8Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {
 			cs[i] = vnniCol{xl: &x.q8[g0*GroupSize], dx: &x.dx[g0], y: &ys[j+i][0]}
 		}
 		q8avx2i8x4(&t.Scales[0], &t.Data[0], t.Rows, g, &cs)
+	}
+	if len(xs)-j == 3 && t.Rows <= MaxTileRows { // the scratch holds a tile's rows
+		var cs [4]vnniCol
+		var scratch [MaxTileRows]float32
+		for i := range 3 {
+			x := xs[j+i]
+			cs[i] = vnniCol{xl: &x.q8[g0*GroupSize], dx: &x.dx[g0], y: &ys[j+i][0]}
+		}
+		cs[3] = vnniCol{xl: cs[0].xl, dx: cs[0].dx, y: &scratch[0]}
+		q8avx2i8x4(&t.Scales[0], &t.Data[0], t.Rows, g, &cs)
+		return
 	}
 	for ; j < len(xs); j++ {
 		dotQ8AVX2I8(t, xs[j], col, ys[j])
