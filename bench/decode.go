@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -36,19 +37,33 @@ type Config struct {
 	// ExpertIO is how the engine fetches expert tiles (--expert-io), so the
 	// staged-I/O arms can be benchmarked like the default mmap path.
 	ExpertIO runtime.ExpertIO
+	// Parallel is how many sequences decode together (≤ 1: one, through
+	// Step). More go through StepBatch, one token of each per step and one
+	// pass over the weights for all, as `cflowc serve` ticks with that
+	// many clients decoding, so the server's batching can be measured
+	// without HTTP (like llama.cpp's batched-bench). At most the batch
+	// size.
+	Parallel int
 }
 
 // Result is what `cflowc bench` prints; the JSON names are the issue's.
 type Result struct {
-	Model         string    `json:"model"`
-	CPU           string    `json:"cpu"`
-	Quant         string    `json:"quant"`
-	Kernel        string    `json:"kernel"`
-	Threads       int       `json:"threads"`
-	Tokens        int       `json:"tokens"`
-	Runs          []float64 `json:"runs_tok_s"`
-	DecodeTokS    float64   `json:"decode_tok_s"`
-	BytesPerToken float64   `json:"bytes_per_token"`
+	Model   string `json:"model"`
+	CPU     string `json:"cpu"`
+	Quant   string `json:"quant"`
+	Kernel  string `json:"kernel"`
+	Threads int    `json:"threads"`
+	Tokens  int    `json:"tokens"`
+	// Parallel is Config.Parallel when above 1: Tokens is then per
+	// sequence, and Runs and DecodeTokS count every sequence's tokens.
+	Parallel   int       `json:"parallel,omitempty"`
+	Runs       []float64 `json:"runs_tok_s"`
+	DecodeTokS float64   `json:"decode_tok_s"`
+	// BytesPerToken is per token as if it were decoded alone (the
+	// engine's count); with Parallel sequences a step reads a dense
+	// model's weights once for all of them, so GBs, RooflineTokS and
+	// RooflineFrac divide it among them.
+	BytesPerToken float64 `json:"bytes_per_token"`
 	// StreamBytes splits BytesPerToken by stream (attention, dense FFN,
 	// router, the experts actually read, the embedding row, the LM head),
 	// so a MoE benchmark shows what conditional expert loading reads.
@@ -113,6 +128,10 @@ func Run(m *cflowfmt.Model, cfg Config) (*Result, error) {
 	if need := max(cfg.Tokens, cfg.Warmup, cfg.Prompt); need > int(h.MaxSeqLen) {
 		return nil, fmt.Errorf("bench: %d tokens per run exceed the model's context of %d", need, h.MaxSeqLen)
 	}
+	cfg.Parallel = max(1, cfg.Parallel)
+	if most := cmp.Or(cfg.Batch, runtime.MaxBatch); cfg.Parallel > most {
+		return nil, fmt.Errorf("bench: %d parallel sequences exceed the batch of %d tokens per pass", cfg.Parallel, most)
+	}
 	e, err := runtime.New(m, runtime.Options{Threads: cfg.Threads, ExpertIO: cfg.ExpertIO, Batch: cfg.Batch})
 	if err != nil {
 		return nil, err
@@ -139,6 +158,9 @@ func Run(m *cflowfmt.Model, cfg Config) (*Result, error) {
 		}
 		return nil
 	}
+	if cfg.Parallel > 1 {
+		decode = parallelDecode(e, cfg.Parallel, tokens)
+	}
 	if err := decode(cfg.Warmup); err != nil {
 		return nil, err
 	}
@@ -146,6 +168,9 @@ func Run(m *cflowfmt.Model, cfg Config) (*Result, error) {
 	rd := newReader(cfg.ProbeBytes, cfg.Threads)
 	defer rd.close()
 	r := &Result{Model: m.Path, CPU: CPUName(), Quant: h.QuantType.String(), Kernel: e.Kernel().Name(), Threads: cfg.Threads, Tokens: cfg.Tokens}
+	if cfg.Parallel > 1 {
+		r.Parallel = cfg.Parallel
+	}
 	if cfg.Profile != nil {
 		if err := pprof.StartCPUProfile(cfg.Profile); err != nil {
 			return nil, err
@@ -196,7 +221,7 @@ func Run(m *cflowfmt.Model, cfg Config) (*Result, error) {
 	p := rd.probe()
 	r.ProbeRuns, r.RooflineGBs = p.GBs, p.Median
 	if r.BytesPerToken > 0 {
-		r.RooflineTokS = p.Median * 1e9 / r.BytesPerToken
+		r.RooflineTokS = p.Median * 1e9 / r.BytesPerToken * float64(cfg.Parallel)
 	}
 	if p.Median > 0 {
 		r.RooflineFrac = r.GBs / p.Median
@@ -220,7 +245,7 @@ func decodeRuns(e *runtime.Engine, cfg Config, r *Result, decode func(n int) err
 		if err := decode(cfg.Tokens); err != nil {
 			return err
 		}
-		r.Runs = append(r.Runs, float64(cfg.Tokens)/time.Since(t0).Seconds())
+		r.Runs = append(r.Runs, float64(cfg.Tokens*cfg.Parallel)/time.Since(t0).Seconds())
 	}
 	after := e.Stats()
 	r.DecodeTokS = median(r.Runs)
@@ -230,6 +255,33 @@ func decodeRuns(e *runtime.Engine, cfg Config, r *Result, decode func(n int) err
 	r.StreamBytes = StreamBytesPerToken{Attn: float64(a.Attn-b.Attn) / n, Dense: float64(a.Dense-b.Dense) / n,
 		Router: float64(a.Router-b.Router) / n, Experts: float64(a.Experts-b.Experts) / n,
 		Embed: float64(a.Embed-b.Embed) / n, LMHead: float64(a.LMHead-b.LMHead) / n}
-	r.GBs = r.DecodeTokS * r.BytesPerToken / 1e9
+	r.GBs = r.DecodeTokS * r.BytesPerToken / 1e9 / float64(cfg.Parallel)
 	return nil
+}
+
+// parallelDecode returns Run's decode for n sequences stepped together:
+// each run empties them and feeds each its own BOS and seeded random
+// tokens, one token of every sequence per StepBatch.
+func parallelDecode(e *runtime.Engine, n int, tokens func(int) []int) func(int) error {
+	seqs := make([]*runtime.Sequence, n)
+	for i := range seqs {
+		seqs[i] = e.NewSequence()
+	}
+	step := make([]int, n)
+	return func(steps int) error {
+		streams := make([][]int, n)
+		for i, q := range seqs {
+			q.Reset()
+			streams[i] = tokens(steps)
+		}
+		for s := range steps {
+			for i := range step {
+				step[i] = streams[i][s]
+			}
+			if _, err := e.StepBatch(seqs, step); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }

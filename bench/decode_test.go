@@ -149,3 +149,47 @@ func TestRunPromptOnly(t *testing.T) {
 		t.Error("no prompt and no decode tokens: no error")
 	}
 }
+
+// --parallel N: N sequences step together through StepBatch. The engine
+// counts each sequence's tokens and bytes as if alone, so bytes per token
+// match the one-sequence run's exactly; tok/s counts every sequence, and
+// the effective GB/s and roofline divide a step's one pass over the
+// weights among them. More sequences than one pass feeds are refused.
+func TestRunParallel(t *testing.T) {
+	h := cflowfmt.Header{Version: cflowfmt.Version, HiddenSize: 64, IntermediateSize: 96, VocabSize: 50,
+		NumLayers: 2, MaxSeqLen: 32, NumHeads: 2, NumKVHeads: 1, HeadDim: 32, TileRows: 32, TileCols: 64,
+		QuantType: quant.Q4_0, CombineStyle: cflowfmt.PreNorm}
+	path := filepath.Join(t.TempDir(), "m.cflow")
+	if _, err := fmttest.WriteCflow(path, &fmttest.Spec{Header: h, Meta: cflowfmt.NewMetadata(), Seed: 4}, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := cflowfmt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cfg := Config{Threads: 2, Tokens: 6, Runs: 2, Warmup: 1, ProbeBytes: 1 << 20, ProbeRuns: 3}
+	one, err := Run(f.Model, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Parallel = 3
+	three, err := Run(f.Model, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one.Parallel != 0 || three.Parallel != 3 || three.Tokens != 6 || len(three.Runs) != 2 || three.DecodeTokS != median(three.Runs) {
+		t.Fatalf("parallel %d / %d, tokens %d, runs %v, median %v", one.Parallel, three.Parallel, three.Tokens, three.Runs, three.DecodeTokS)
+	}
+	if three.BytesPerToken != one.BytesPerToken || three.StreamBytes != one.StreamBytes {
+		t.Errorf("bytes per token %v with 3 sequences, %v with one", three.BytesPerToken, one.BytesPerToken)
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Abs(b) }
+	if !near(three.GBs*1e9*3, three.DecodeTokS*three.BytesPerToken) ||
+		!near(three.RooflineTokS, three.RooflineGBs*1e9/three.BytesPerToken*3) || !near(three.RooflineFrac, three.GBs/three.RooflineGBs) {
+		t.Errorf("derived figures of a 3-sequence run: %+v", three)
+	}
+	if _, err := Run(f.Model, Config{Tokens: 2, Parallel: 5, Batch: 4, ProbeBytes: 1 << 20}); err == nil {
+		t.Error("5 sequences with 4 tokens per pass: no error")
+	}
+}

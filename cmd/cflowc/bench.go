@@ -28,12 +28,16 @@ func init() {
 			"roofline tok/s = probe GB/s ÷ bytes per token; roofline fraction = effective GB/s ÷ probe GB/s.\n" +
 			"--prompt N first times prompt processing as llama-bench's ppN test: N tokens (BOS, then seeded\n" +
 			"random tokens) from an empty cache through the prompt path, --runs times, median prompt tok/s.\n" +
-			"--tokens 0 skips decode. The JSON names the CPU (\"cpu\": /proc/cpuinfo's model name).",
+			"--tokens 0 skips decode. --parallel N decodes N sequences together, one token of each per step\n" +
+			"and one pass over the weights for all (serve's tick with N clients decoding, without HTTP):\n" +
+			"tok/s then counts every sequence's tokens, and the roofline divides a step's weight reads\n" +
+			"among them (exact for dense models). The JSON names the CPU (\"cpu\": /proc/cpuinfo's model name).",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: goruntime.NumCPU(), Usage: "decode and probe threads (as run, verify and ppl)", DefaultText: "every CPU"},
 			&cli.IntFlag{Name: "tokens", Aliases: []string{"n"}, Value: 64, Usage: "decode tokens per run (0: no decode test)"},
 			&cli.IntFlag{Name: "prompt", Aliases: []string{"p"}, Usage: "prompt tokens of the prompt-processing test (llama-bench's ppN; 0: none)"},
 			&cli.IntFlag{Name: "batch", Usage: fmt.Sprintf("prompt tokens per pass over the weights (1..%d; 1 = token by token, the A/B baseline)", cfrt.MaxBatch), Value: cfrt.MaxBatch},
+			&cli.IntFlag{Name: "parallel", Aliases: []string{"np"}, Value: 1, Usage: "sequences decoding together, 1..--batch (serve's --parallel; tok/s is their sum)"},
 			&cli.IntFlag{Name: "runs", Aliases: []string{"r"}, Value: 5, Usage: "timed runs, 1..1000 (median reported)"},
 			&cli.IntFlag{Name: "warmup", Value: 16, Usage: "untimed warm-up tokens"},
 			&cli.IntFlag{Name: "probe-mib", Value: bench.ProbeBytes >> 20, Usage: "probe buffer size in MiB (larger than the LLC)"},
@@ -103,11 +107,14 @@ func runBench(c *cli.Context) error {
 	if b := c.Int("batch"); b < 1 || b > cfrt.MaxBatch {
 		return cli.Exit(fmt.Sprintf("bench: --batch %d outside 1..%d", b, cfrt.MaxBatch), exitUsage)
 	}
+	if n := c.Int("parallel"); n < 1 || n > c.Int("batch") {
+		return cli.Exit(fmt.Sprintf("bench: --parallel %d outside 1..%d (--batch: one pass feeds every sequence)", n, c.Int("batch")), exitUsage)
+	}
 	xio, err := cfrt.ParseExpertIO(c.String("expert-io"))
 	if err != nil {
 		return cli.Exit("bench: --expert-io: "+err.Error(), exitUsage)
 	}
-	cfg := bench.Config{ExpertIO: xio, Batch: c.Int("batch"),
+	cfg := bench.Config{ExpertIO: xio, Batch: c.Int("batch"), Parallel: c.Int("parallel"),
 		Threads: c.Int("threads"), Tokens: c.Int("tokens"), Prompt: c.Int("prompt"), Runs: c.Int("runs"), Warmup: c.Int("warmup"),
 		ProbeBytes: int64(c.Int("probe-mib")) << 20, ProbeRuns: c.Int("probe-runs"), Seed: 1,
 	}
@@ -137,10 +144,18 @@ func runBench(c *cli.Context) error {
 		fmt.Printf("prompt (pp%d) %8.2f tok/s (median; runs %s; %d tokens per weight pass)\n", r.PromptTokens, r.PromptTokS, benchList(r.PromptRuns), r.Batch)
 	}
 	if r.Tokens > 0 {
-		fmt.Printf("decode (tg%d) %8.2f tok/s (median; runs %s)\n", r.Tokens, r.DecodeTokS, benchList(r.Runs))
+		if r.Parallel > 1 {
+			fmt.Printf("decode (tg%d × %d sequences) %8.2f tok/s in all, %.2f each (median; runs %s)\n",
+				r.Tokens, r.Parallel, r.DecodeTokS, r.DecodeTokS/float64(r.Parallel), benchList(r.Runs))
+		} else {
+			fmt.Printf("decode (tg%d) %8.2f tok/s (median; runs %s)\n", r.Tokens, r.DecodeTokS, benchList(r.Runs))
+		}
 		sb := r.StreamBytes
 		fmt.Printf("weights read  %8.1f MB/token (attention %.1f, dense %.1f, router %.1f, experts %.1f, embedding %.3f, LM head %.1f)\n",
 			r.BytesPerToken/1e6, sb.Attn/1e6, sb.Dense/1e6, sb.Router/1e6, sb.Experts/1e6, sb.Embed/1e6, sb.LMHead/1e6)
+		if r.Parallel > 1 {
+			fmt.Printf("              (per token as if alone; a step reads a dense model's weights once for all %d)\n", r.Parallel)
+		}
 		fmt.Printf("effective     %8.2f GB/s\n", r.GBs)
 	}
 	fmt.Printf("read probe    %8.2f GB/s (median; passes %s)\n", r.RooflineGBs, benchList(r.ProbeRuns))

@@ -32,6 +32,8 @@ func TestNewcomerBadArguments(t *testing.T) {
 		// Past the context in the prompt test: exit 3 and "bench: bench:".
 		{[]string{"bench", model, "--prompt", "100000", "--tokens", "0"}, "bench: --prompt 100000 exceeds the model's context of 64"},
 		{[]string{"bench", model, "--tokens", "-1"}, "--tokens -1: must be ≥ 0"},
+		{[]string{"bench", model, "--parallel", "0"}, "--parallel 0 outside 1..64"},
+		{[]string{"bench", model, "--parallel", "9", "--batch", "8"}, "--parallel 9 outside 1..8"},
 		{[]string{"bench", model, "--prompt", "-1"}, "--prompt -1: must be ≥ 0"},
 		// Endless: ran for hours.
 		{[]string{"bench", model, "--runs", "100000000"}, "--runs 100000000 outside 1..1000"},
