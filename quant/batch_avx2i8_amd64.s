@@ -295,14 +295,20 @@ gend1: \
 #define X4BODY(k, done, full, gen, gtab, gh0, gh1, gh2, gh3, gend, gend1, g1, g4slow, g4r, g4e, g1r, g1e) \
 	XBODY(k, X4COLPREPS, X4TABS, X4PAIR, X4OUTS, done, full, gen, gtab, gh0, gh1, gh2, gh3, gend, gend1, g1, g4slow, g4r, g4e, g1r, g1e)
 
+// XENTRY loads the arguments every Q4 column-count kernel takes (sc,
+// data, rows, groups, cols) and jumps to the copy of its body for SP mod
+// 32 (Q4ALIGNJUMP), falling through to the k = 0 copy.
+#define XENTRY(k8, k16, k24) \
+	MOVQ         sc+0(FP), SI;      \
+	MOVQ         data+8(FP), DI;    \
+	MOVQ         rows+16(FP), CX;   \
+	MOVQ         groups+24(FP), R8; \
+	MOVQ         cols+32(FP), BX;   \
+	Q4ALIGNJUMP(AX, k8, k16, k24)
+
 // The frame is the 5696 bytes above plus 24 for the largest k.
 TEXT ·q4avx2i8x4(SB), $5720-40
-	MOVQ         sc+0(FP), SI
-	MOVQ         data+8(FP), DI
-	MOVQ         rows+16(FP), CX
-	MOVQ         groups+24(FP), R8
-	MOVQ         cols+32(FP), BX
-	Q4ALIGNJUMP(AX, q4x4k8, q4x4k16, q4x4k24)
+	XENTRY(q4x4k8, q4x4k16, q4x4k24)
 	X4BODY(0, q4x4done, q4x4full0, q4x4gen0, q4x4gtab0, q4x4gh00, q4x4gh10, q4x4gh20, q4x4gh30, q4x4gend0, q4x4gendone0, q4x4g10, q4x4g4slow0, q4x4g4r0, q4x4g4e0, q4x4g1r0, q4x4g1e0)
 
 q4x4k8:
@@ -325,12 +331,7 @@ q4x4done:
 // stalled it while the second and third walked the tile from L1. Same
 // frame as q4avx2i8x4.
 TEXT ·q4avx2i8x2(SB), $5720-40
-	MOVQ         sc+0(FP), SI
-	MOVQ         data+8(FP), DI
-	MOVQ         rows+16(FP), CX
-	MOVQ         groups+24(FP), R8
-	MOVQ         cols+32(FP), BX
-	Q4ALIGNJUMP(AX, q4x2k8, q4x2k16, q4x2k24)
+	XENTRY(q4x2k8, q4x2k16, q4x2k24)
 	XBODY(0, X2COLPREPS, X2TABS, X2PAIR, X2OUTS, q4x2done, q4x2full0, q4x2gen0, q4x2gtab0, q4x2gh00, q4x2gh10, q4x2gh20, q4x2gh30, q4x2gend0, q4x2gendone0, q4x2g10, q4x2g4slow0, q4x2g4r0, q4x2g4e0, q4x2g1r0, q4x2g1e0)
 
 q4x2k8:
@@ -347,12 +348,7 @@ q4x2done:
 	RET
 
 TEXT ·q4avx2i8x3(SB), $5720-40
-	MOVQ         sc+0(FP), SI
-	MOVQ         data+8(FP), DI
-	MOVQ         rows+16(FP), CX
-	MOVQ         groups+24(FP), R8
-	MOVQ         cols+32(FP), BX
-	Q4ALIGNJUMP(AX, q4x3k8, q4x3k16, q4x3k24)
+	XENTRY(q4x3k8, q4x3k16, q4x3k24)
 	XBODY(0, X3COLPREPS, X3TABS, X3PAIR, X3OUTS, q4x3done, q4x3full0, q4x3gen0, q4x3gtab0, q4x3gh00, q4x3gh10, q4x3gh20, q4x3gh30, q4x3gend0, q4x3gendone0, q4x3g10, q4x3g4slow0, q4x3g4r0, q4x3g4e0, q4x3g1r0, q4x3g1e0)
 
 q4x3k8:
