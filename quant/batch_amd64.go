@@ -28,10 +28,7 @@ func dotQ4VNNI512Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {
 	j := 0
 	for ; j+4 <= len(xs) && rows4 > 0; j += 4 {
 		var cs [4]vnniCol
-		for i := range cs {
-			x := xs[j+i]
-			cs[i] = vnniCol{&x.xl[g0*16], &x.xh[g0*16], &x.c4[g0*4], &x.dx[g0], &ys[j+i][0]}
-		}
+		q4Columns(cs[:], xs[j:], g0, ys[j:])
 		q4vnni512x4(&t.Scales[0], &t.Data[0], rows4, g, &cs, k0, k1, kg)
 		if rows4 == t.Rows {
 			continue
@@ -207,29 +204,38 @@ func dotQ4AVX2I8Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {
 	j := 0
 	for ; j+4 <= len(xs); j += 4 {
 		var cs [4]vnniCol
-		i8Columns(cs[:], xs[j:], g0, ys[j:])
+		q4Columns(cs[:], xs[j:], g0, ys[j:])
 		q4avx2i8x4(&t.Scales[0], &t.Data[0], t.Rows, g, &cs)
 	}
 	switch len(xs) - j {
 	case 3:
 		var cs [3]vnniCol
-		i8Columns(cs[:], xs[j:], g0, ys[j:])
+		q4Columns(cs[:], xs[j:], g0, ys[j:])
 		q4avx2i8x3(&t.Scales[0], &t.Data[0], t.Rows, g, &cs)
 	case 2:
 		var cs [2]vnniCol
-		i8Columns(cs[:], xs[j:], g0, ys[j:])
+		q4Columns(cs[:], xs[j:], g0, ys[j:])
 		q4avx2i8x2(&t.Scales[0], &t.Data[0], t.Rows, g, &cs)
 	case 1:
 		dotQ4AVX2I8(t, xs[j], col, ys[j])
 	}
 }
 
-// i8Columns points cs at the int8 views of columns xs[:len(cs)] from group
-// g0 on and at their outputs ys[:len(cs)].
-func i8Columns(cs []vnniCol, xs []*Vec, g0 int, ys [][]float32) {
+// q4Columns points cs at the Q4 kernels' int8 views (nibble halves, bias
+// lanes, scales) of columns xs[:len(cs)] from group g0 on and at their
+// outputs ys[:len(cs)]; q8Columns at the natural-order int8 values the Q8
+// kernels read.
+func q4Columns(cs []vnniCol, xs []*Vec, g0 int, ys [][]float32) {
 	for i := range cs {
 		x := xs[i]
 		cs[i] = vnniCol{&x.xl[g0*16], &x.xh[g0*16], &x.c4[g0*4], &x.dx[g0], &ys[i][0]}
+	}
+}
+
+func q8Columns(cs []vnniCol, xs []*Vec, g0 int, ys [][]float32) {
+	for i := range cs {
+		x := xs[i]
+		cs[i] = vnniCol{xl: &x.q8[g0*GroupSize], dx: &x.dx[g0], y: &ys[i][0]}
 	}
 }
 
@@ -246,19 +252,13 @@ func dotQ8AVX2I8Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {
 	j := 0
 	for ; j+4 <= len(xs); j += 4 {
 		var cs [4]vnniCol
-		for i := range cs {
-			x := xs[j+i]
-			cs[i] = vnniCol{xl: &x.q8[g0*GroupSize], dx: &x.dx[g0], y: &ys[j+i][0]}
-		}
+		q8Columns(cs[:], xs[j:], g0, ys[j:])
 		q8avx2i8x4(&t.Scales[0], &t.Data[0], t.Rows, g, &cs)
 	}
 	if len(xs)-j == 3 && t.Rows <= MaxTileRows { // the scratch holds a tile's rows
 		var cs [4]vnniCol
 		var scratch [MaxTileRows]float32
-		for i := range 3 {
-			x := xs[j+i]
-			cs[i] = vnniCol{xl: &x.q8[g0*GroupSize], dx: &x.dx[g0], y: &ys[j+i][0]}
-		}
+		q8Columns(cs[:3], xs[j:], g0, ys[j:])
 		cs[3] = vnniCol{xl: cs[0].xl, dx: cs[0].dx, y: &scratch[0]}
 		q8avx2i8x4(&t.Scales[0], &t.Data[0], t.Rows, g, &cs)
 		return
