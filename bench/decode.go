@@ -128,9 +128,10 @@ func Run(m *cflowfmt.Model, cfg Config) (*Result, error) {
 	if need := max(cfg.Tokens, cfg.Warmup, cfg.Prompt); need > int(h.MaxSeqLen) {
 		return nil, fmt.Errorf("bench: %d tokens per run exceed the model's context of %d", need, h.MaxSeqLen)
 	}
+	cfg.Batch = cmp.Or(cfg.Batch, runtime.MaxBatch)
 	cfg.Parallel = max(1, cfg.Parallel)
-	if most := cmp.Or(cfg.Batch, runtime.MaxBatch); cfg.Parallel > most {
-		return nil, fmt.Errorf("bench: %d parallel sequences exceed the batch of %d tokens per pass", cfg.Parallel, most)
+	if cfg.Parallel > cfg.Batch {
+		return nil, fmt.Errorf("bench: %d parallel sequences exceed the batch of %d tokens per pass", cfg.Parallel, cfg.Batch)
 	}
 	e, err := runtime.New(m, runtime.Options{Threads: cfg.Threads, ExpertIO: cfg.ExpertIO, Batch: cfg.Batch})
 	if err != nil {
@@ -179,9 +180,6 @@ func Run(m *cflowfmt.Model, cfg Config) (*Result, error) {
 	}
 	if cfg.Prompt > 0 {
 		r.PromptTokens, r.Batch = cfg.Prompt, cfg.Batch
-		if r.Batch == 0 {
-			r.Batch = runtime.MaxBatch
-		}
 		// One untimed prompt first, as llama-bench warms up: the engine
 		// allocates its batch columns on first use.
 		e.Reset()
