@@ -18,29 +18,74 @@ type vnniCol struct {
 //go:noescape
 func q4vnni512x4(sc, data *byte, rows, groups int, cols *[4]vnniCol, k0, k1, kg int)
 
+// q4vnni512x2 and q4vnni512x3 are q4vnni512x4 for two and three columns;
+// x2's rows must be a positive multiple of 8.
+//
+//go:noescape
+func q4vnni512x2(sc, data *byte, rows, groups int, cols *[2]vnniCol, k0, k1, kg int)
+
+//go:noescape
+func q4vnni512x3(sc, data *byte, rows, groups int, cols *[3]vnniCol, k0, k1, kg int)
+
 // dotQ4VNNI512Batch is the vnni path's DotBatch for Q4_0: four columns at
-// a time through q4vnni512x4, the rows past a multiple of 4 and the last
-// columns through the single-column kernel.
+// a time through q4vnni512x4, the last columns through the single-column
+// kernel.
 func dotQ4VNNI512Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {
+	q4VNNI512Batch(t, xs, col, ys, false)
+}
+
+// dotQ4VNNI512BatchX is the vnnipair path's: the last two or three columns
+// go through q4vnni512x2 or q4vnni512x3, one pass over the tile where the
+// vnni path makes one per column (the avx2i8 path's two- and three-column
+// kernels, which measured faster on Zen 3).
+func dotQ4VNNI512BatchX(t *Tile, xs []*Vec, col int, ys [][]float32) {
+	q4VNNI512Batch(t, xs, col, ys, true)
+}
+
+// q4VNNI512Batch runs dotQ4VNNI512Batch, and with multi the two- and
+// three-column kernels for the last columns. The rows past each kernel's
+// row block (4, or 8 for two columns) go through the single-column kernel
+// per column, as do a last single column and tiles too short for a block.
+func q4VNNI512Batch(t *Tile, xs []*Vec, col int, ys [][]float32, multi bool) {
 	g, g0 := Groups(t.Cols), col/GroupSize
 	k0, k1, kg := lowBits(4*min(g, 4)), lowBits(4*(g-4)), lowBits(g)
-	rows4 := t.Rows &^ 3
+	rows4, rows8 := t.Rows&^3, t.Rows&^7
 	j := 0
 	for ; j+4 <= len(xs) && rows4 > 0; j += 4 {
 		var cs [4]vnniCol
 		q4Columns(cs[:], xs[j:], g0, ys[j:])
 		q4vnni512x4(&t.Scales[0], &t.Data[0], rows4, g, &cs, k0, k1, kg)
-		if rows4 == t.Rows {
-			continue
-		}
-		for i := range 4 {
-			x := xs[j+i]
-			q4vnni512(&t.Scales[rows4*g*2], &t.Data[rows4*g*16], t.Rows-rows4, g, &x.xl[g0*16], &x.xh[g0*16],
-				&x.c4[g0*4], &x.dx[g0], &ys[j+i][rows4], k0, k1, kg)
-		}
+		vnniRowTail(t, xs[j:j+4], g0, ys[j:], rows4, k0, k1, kg)
+	}
+	switch n := len(xs) - j; {
+	case multi && n == 3 && rows4 > 0:
+		var cs [3]vnniCol
+		q4Columns(cs[:], xs[j:], g0, ys[j:])
+		q4vnni512x3(&t.Scales[0], &t.Data[0], rows4, g, &cs, k0, k1, kg)
+		vnniRowTail(t, xs[j:], g0, ys[j:], rows4, k0, k1, kg)
+		return
+	case multi && n == 2 && rows8 > 0:
+		var cs [2]vnniCol
+		q4Columns(cs[:], xs[j:], g0, ys[j:])
+		q4vnni512x2(&t.Scales[0], &t.Data[0], rows8, g, &cs, k0, k1, kg)
+		vnniRowTail(t, xs[j:], g0, ys[j:], rows8, k0, k1, kg)
+		return
 	}
 	for ; j < len(xs); j++ {
 		dotQ4VNNI512(t, xs[j], col, ys[j])
+	}
+}
+
+// vnniRowTail adds rows [from, t.Rows) of a Q4_0 tile times each column of
+// xs into ys, through the single-column kernel.
+func vnniRowTail(t *Tile, xs []*Vec, g0 int, ys [][]float32, from, k0, k1, kg int) {
+	if from == t.Rows {
+		return
+	}
+	g := Groups(t.Cols)
+	for i, x := range xs {
+		q4vnni512(&t.Scales[from*g*2], &t.Data[from*g*16], t.Rows-from, g, &x.xl[g0*16], &x.xh[g0*16],
+			&x.c4[g0*4], &x.dx[g0], &ys[i][from], k0, k1, kg)
 	}
 }
 

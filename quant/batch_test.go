@@ -47,9 +47,11 @@ func TestDotBatchMatchesOracle(t *testing.T) {
 				}
 				// Float-activation multi-column kernels do each column's
 				// arithmetic in the single-column kernel's order, and so do
-				// avx2i8's (a batched prefill and token-by-token decode must
-				// not differ even in an int8 rounding they could flip).
-				exact := k.batch(typ) == nil || !k.QuantizesActivations() || k.Name() == "avx2i8"
+				// avx2i8's and vnni's (a batched prefill and token-by-token
+				// decode must not differ even in an int8 rounding they
+				// could flip).
+				exact := k.batch(typ) == nil || !k.QuantizesActivations() ||
+					k.Name() == "avx2i8" || k.Name() == "vnni" || k.Name() == "vnnipair"
 				for j := range xs {
 					if exact && !sameBits(ys[j], single[j]) {
 						t.Fatalf("%s tile %d column %d of %d: DotBatch differs from Dot bit for bit", typ, i, j, B)
@@ -185,39 +187,56 @@ func batchDiffersFromDot(k *Kernel, rng *rand.Rand, tile *Tile, col, B int) int 
 	return -1
 }
 
-// TestDotBatchFullTilesSumAsDot: on full tiles (the bulk of every real
-// model) avx2i8's four-column kernels give each column exactly what its
-// single-column kernel gives. An int8 path that sums in another order
-// passes the oracle test above, yet an ulp there can flip a later int8
-// activation rounding, and batched prefill then drifts from token-by-token
-// decoding by more than TRACE.md's replay rule allows (it did on verify's
-// llama_wide fixture when the four-column reduction was reordered).
-func TestDotBatchFullTilesSumAsDot(t *testing.T) {
-	k, err := KernelByName("avx2i8")
-	if err != nil {
-		t.Skipf("avx2i8 not available on this CPU/build: %v", err)
-	}
-	rng := rand.New(rand.NewPCG(23, 24))
-	for _, typ := range []Type{Q4_0, Q8_0} {
-		for i := range 48 {
-			// Full-width rows of every count 1..8 first (the four-column
-			// kernel's full-row loop alternates two rows and finishes a
-			// row's sums during the next one), then random counts and
-			// whole tiles.
-			rows := MaxTileRows
-			if i < 8 {
-				rows = 1 + i
-			} else if i%2 == 0 {
-				rows = 1 + rng.IntN(MaxTileRows)
+// exactBatchKernels are the int8 paths whose multi-column kernels promise
+// Dot's bits (avx2i8's, vnni's and vnnipair's); withExactBatch runs f under
+// each this CPU has.
+var exactBatchKernels = []string{"avx2i8", "vnni", "vnnipair"}
+
+func withExactBatch(t *testing.T, f func(t *testing.T, k *Kernel)) {
+	for _, name := range exactBatchKernels {
+		t.Run(name, func(t *testing.T) {
+			k, err := KernelByName(name)
+			if err != nil {
+				t.Skipf("%s not available on this CPU/build: %v", name, err)
 			}
-			tile := Encode(typ, randWeights(rng, rows, MaxTileCols), rows, MaxTileCols, MaxTileCols)
-			col := GroupSize * 8 * rng.IntN(3)
-			B := 4 * (1 + rng.IntN(3))
-			if j := batchDiffersFromDot(k, rng, &tile, col, B); j >= 0 {
-				t.Fatalf("%s full tile %d column %d of %d: DotBatch differs from Dot", typ, i, j, B)
+			f(t, k)
+		})
+	}
+}
+
+// TestDotBatchFullTilesSumAsDot: on full tiles (the bulk of every real
+// model) the exact paths' multi-column kernels give each column exactly
+// what its single-column kernel gives. An int8 path that sums in another
+// order passes the oracle test above, yet an ulp there can flip a later
+// int8 activation rounding, and batched prefill then drifts from
+// token-by-token decoding by more than TRACE.md's replay rule allows (it
+// did on verify's llama_wide fixture when avx2i8's four-column reduction
+// was reordered). B runs 2..12, so the two- and three-column kernels and
+// their leftovers after groups of four are covered too.
+func TestDotBatchFullTilesSumAsDot(t *testing.T) {
+	withExactBatch(t, func(t *testing.T, k *Kernel) {
+		rng := rand.New(rand.NewPCG(23, 24))
+		for _, typ := range []Type{Q4_0, Q8_0} {
+			for i := range 48 {
+				// Full-width rows of every count 1..8 first (the four-column
+				// kernel's full-row loop alternates two rows and finishes a
+				// row's sums during the next one), then random counts and
+				// whole tiles.
+				rows := MaxTileRows
+				if i < 8 {
+					rows = 1 + i
+				} else if i%2 == 0 {
+					rows = 1 + rng.IntN(MaxTileRows)
+				}
+				tile := Encode(typ, randWeights(rng, rows, MaxTileCols), rows, MaxTileCols, MaxTileCols)
+				col := GroupSize * 8 * rng.IntN(3)
+				B := 2 + rng.IntN(11)
+				if j := batchDiffersFromDot(k, rng, &tile, col, B); j >= 0 {
+					t.Fatalf("%s full tile %d (%d rows) column %d of %d: DotBatch differs from Dot", typ, i, rows, j, B)
+				}
 			}
 		}
-	}
+	})
 }
 
 // TestDotBatchPartialTilesSumAsDot extends TestDotBatchFullTilesSumAsDot to
@@ -225,25 +244,24 @@ func TestDotBatchFullTilesSumAsDot(t *testing.T) {
 // an odd group count (a lone last group) and pad nibbles (cols not a
 // multiple of 32) with live activations past the tile. avx2i8's Q4 kernels
 // share their arithmetic (q4rows_amd64.h: exact integer group sums, bias
-// included), so the four-column kernel must give Dot's bits on all of
-// them; batched prefill of a model whose matrices end in a partial tile
-// relies on it as much as on full tiles.
+// included), and vnni's sum each column as its single-column kernel does,
+// so the multi-column kernels must give Dot's bits on all of them; batched
+// prefill of a model whose matrices end in a partial tile relies on it as
+// much as on full tiles.
 func TestDotBatchPartialTilesSumAsDot(t *testing.T) {
-	k, err := KernelByName("avx2i8")
-	if err != nil {
-		t.Skipf("avx2i8 not available on this CPU/build: %v", err)
-	}
-	rng := rand.New(rand.NewPCG(25, 26))
-	for i := range 300 {
-		rows, cols := 1+rng.IntN(MaxTileRows), 1+rng.IntN(MaxTileCols)
-		if i%3 == 0 {
-			cols = GroupSize * (1 + rng.IntN(8)) // whole groups, short rows
+	withExactBatch(t, func(t *testing.T, k *Kernel) {
+		rng := rand.New(rand.NewPCG(25, 26))
+		for i := range 300 {
+			rows, cols := 1+rng.IntN(MaxTileRows), 1+rng.IntN(MaxTileCols)
+			if i%3 == 0 {
+				cols = GroupSize * (1 + rng.IntN(8)) // whole groups, short rows
+			}
+			tile := Encode(Q4_0, randWeights(rng, rows, cols), rows, cols, cols)
+			col := GroupSize * rng.IntN(9)
+			B := 2 + rng.IntN(7)
+			if j := batchDiffersFromDot(k, rng, &tile, col, B); j >= 0 {
+				t.Fatalf("tile %d (%dx%d at col %d) column %d of %d: DotBatch differs from Dot", i, rows, cols, col, j, B)
+			}
 		}
-		tile := Encode(Q4_0, randWeights(rng, rows, cols), rows, cols, cols)
-		col := GroupSize * rng.IntN(9)
-		B := 4 * (1 + rng.IntN(2))
-		if j := batchDiffersFromDot(k, rng, &tile, col, B); j >= 0 {
-			t.Fatalf("tile %d (%dx%d at col %d) column %d of %d: DotBatch differs from Dot", i, rows, cols, col, j, B)
-		}
-	}
+	})
 }

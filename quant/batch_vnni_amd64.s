@@ -66,6 +66,16 @@ IDX8(xidx83<>, 6, 7)
 #define XRED3(a, b) VSHUFPS $0x44, b, a, Z24; VSHUFPS $0xee, b, a, Z25; VADDPS Z25, Z24, a
 #define XRED4(a, b) VSHUFPS $0x88, b, a, Z24; VSHUFPS $0xdd, b, a, Z25; VADDPS Z25, Z24, a
 
+// XTREE reduces the sixteen accumulators Z8–Z23 (n = register − 8) into Z8,
+// lane n holding accumulator n's sum; perm holds xrowperm.
+#define XTREE(perm) \
+	XRED1(Z8, Z9); XRED1(Z10, Z11); XRED1(Z12, Z13); XRED1(Z14, Z15); \
+	XRED1(Z16, Z17); XRED1(Z18, Z19); XRED1(Z20, Z21); XRED1(Z22, Z23); \
+	XRED2(Z8, Z10); XRED2(Z12, Z14); XRED2(Z16, Z18); XRED2(Z20, Z22); \
+	XRED3(Z8, Z12); XRED3(Z16, Z20); \
+	XRED4(Z8, Z16); \
+	VPERMPS Z8, perm, Z8
+
 DATA xrowperm<>+0(SB)/4, $0
 DATA xrowperm<>+4(SB)/4, $4
 DATA xrowperm<>+8(SB)/4, $8
@@ -126,13 +136,19 @@ GLOBL xrowperm<>(SB), RODATA|NOPTR, $64
 	VCVTDQ2PS   Z7, Z7; \
 	VFMADD231PS Z1, Z7, acc
 
-// ROW4 runs LOADROW and the four columns, accumulator of column j being
-// a0..a3.
-#define ROW4(a0, a1, a2, a3) \
+// ROW2, ROW3 and ROW4 run LOADROW and two, three or four columns, the
+// accumulator of column j being aj (column j's vnniCol at 40j(BX)).
+#define ROW2(a0, a1) \
 	LOADROW; \
 	COL(0, 8, 16, 24, a0); \
-	COL(40, 48, 56, 64, a1); \
-	COL(80, 88, 96, 104, a2); \
+	COL(40, 48, 56, 64, a1)
+
+#define ROW3(a0, a1, a2) \
+	ROW2(a0, a1); \
+	COL(80, 88, 96, 104, a2)
+
+#define ROW4(a0, a1, a2, a3) \
+	ROW3(a0, a1, a2); \
 	COL(120, 128, 136, 144, a3)
 
 // STORE adds lanes 4j..4j+3 of Z8 (column j's four rows) into y_j at R9.
@@ -142,53 +158,103 @@ GLOBL xrowperm<>(SB), RODATA|NOPTR, $64
 	VADDPS        (AX)(R9*1), X24, X24; \
 	VMOVUPS       X24, (AX)(R9*1)
 
+// STORE8R adds lanes 8j..8j+7 of Z8 (column j's eight rows) into y_j at R9.
+#define STORE8R(half, yo) \
+	VEXTRACTF64X4 $half, Z8, Y24; \
+	MOVQ          yo(BX), AX; \
+	VADDPS        (AX)(R9*1), Y24, Y24; \
+	VMOVUPS       Y24, (AX)(R9*1)
+
+// XPROLOGUE loads q4vnni512x{2,3,4}'s arguments and constants.
+#define XPROLOGUE \
+	MOVQ         sc+0(FP), SI; \
+	MOVQ         data+8(FP), DI; \
+	MOVQ         rows+16(FP), CX; \
+	MOVQ         groups+24(FP), R8; \
+	MOVQ         cols+32(FP), BX; \
+	MOVQ         k0+40(FP), AX; \
+	KMOVW        AX, K1; \
+	MOVQ         k1+48(FP), AX; \
+	KMOVW        AX, K2; \
+	MOVQ         kg+56(FP), AX; \
+	KMOVW        AX, K3; \
+	MOVL         $0x0f0f0f0f, AX; \
+	VPBROADCASTD AX, Z31; \
+	VMOVDQU32    idx4a<>(SB), Z27; \
+	VMOVDQU32    idx4b<>(SB), Z28; \
+	VMOVDQU32    xrowperm<>(SB), Z29; \
+	LEAQ         (R8)(R8*1), R10; \
+	MOVQ         R8, R11; \
+	SHLQ         $4, R11; \
+	XORQ         R9, R9
+
+// func q4vnni512x2(sc, data *byte, rows, groups int, cols *[2]vnniCol, k0, k1, kg int)
+//
+// q4vnni512x4 for two columns: eight rows × two columns fill the sixteen
+// accumulators (column j's row r in Z8+8j+r), so rows must be a positive
+// multiple of 8. Each column's sums go through COL and XTREE as in
+// q4vnni512x4, so they keep Dot's bits.
+TEXT ·q4vnni512x2(SB), NOSPLIT, $0-64
+	XPROLOGUE
+
+x2loop:
+	ROW2(Z8, Z16)
+	ROW2(Z9, Z17)
+	ROW2(Z10, Z18)
+	ROW2(Z11, Z19)
+	ROW2(Z12, Z20)
+	ROW2(Z13, Z21)
+	ROW2(Z14, Z22)
+	ROW2(Z15, Z23)
+	XTREE(Z29)
+	STORE8R(0, 32)
+	STORE8R(1, 72)
+	ADDQ         $32, R9
+	SUBQ         $8, CX
+	JNZ          x2loop
+	VZEROUPPER
+	RET
+
+// func q4vnni512x3(sc, data *byte, rows, groups int, cols *[3]vnniCol, k0, k1, kg int)
+//
+// q4vnni512x4 without its fourth column: Z20–Z23, zeroed once, stay zero
+// through the tree (lanes 12–15, not stored). rows must be a positive
+// multiple of 4.
+TEXT ·q4vnni512x3(SB), NOSPLIT, $0-64
+	XPROLOGUE
+	VPXORD       Z20, Z20, Z20
+	VPXORD       Z21, Z21, Z21
+	VPXORD       Z22, Z22, Z22
+	VPXORD       Z23, Z23, Z23
+
+x3loop:
+	ROW3(Z8, Z12, Z16)
+	ROW3(Z9, Z13, Z17)
+	ROW3(Z10, Z14, Z18)
+	ROW3(Z11, Z15, Z19)
+	XTREE(Z29)
+	STORE(0, 32)
+	STORE(1, 72)
+	STORE(2, 112)
+	ADDQ         $16, R9
+	SUBQ         $4, CX
+	JNZ          x3loop
+	VZEROUPPER
+	RET
+
 // func q4vnni512x4(sc, data *byte, rows, groups int, cols *[4]vnniCol, k0, k1, kg int)
 //
 // rows must be a positive multiple of 4; vnniCol is {xl, xh, c4, dx, y}
 // (40 bytes), pointers already offset to the tile's first group and row.
 TEXT ·q4vnni512x4(SB), NOSPLIT, $0-64
-	MOVQ         sc+0(FP), SI
-	MOVQ         data+8(FP), DI
-	MOVQ         rows+16(FP), CX
-	MOVQ         groups+24(FP), R8
-	MOVQ         cols+32(FP), BX
-	MOVQ         k0+40(FP), AX
-	KMOVW        AX, K1
-	MOVQ         k1+48(FP), AX
-	KMOVW        AX, K2
-	MOVQ         kg+56(FP), AX
-	KMOVW        AX, K3
-	MOVL         $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Z31
-	VMOVDQU32    idx4a<>(SB), Z27
-	VMOVDQU32    idx4b<>(SB), Z28
-	VMOVDQU32    xrowperm<>(SB), Z29
-	LEAQ         (R8)(R8*1), R10
-	MOVQ         R8, R11
-	SHLQ         $4, R11
-	XORQ         R9, R9
+	XPROLOGUE
 
 x4loop:
 	ROW4(Z8, Z12, Z16, Z20)
 	ROW4(Z9, Z13, Z17, Z21)
 	ROW4(Z10, Z14, Z18, Z22)
 	ROW4(Z11, Z15, Z19, Z23)
-	XRED1(Z8, Z9)
-	XRED1(Z10, Z11)
-	XRED1(Z12, Z13)
-	XRED1(Z14, Z15)
-	XRED1(Z16, Z17)
-	XRED1(Z18, Z19)
-	XRED1(Z20, Z21)
-	XRED1(Z22, Z23)
-	XRED2(Z8, Z10)
-	XRED2(Z12, Z14)
-	XRED2(Z16, Z18)
-	XRED2(Z20, Z22)
-	XRED3(Z8, Z12)
-	XRED3(Z16, Z20)
-	XRED4(Z8, Z16)
-	VPERMPS      Z8, Z29, Z8
+	XTREE(Z29)
 	STORE(0, 32)
 	STORE(1, 72)
 	STORE(2, 112)
@@ -297,22 +363,7 @@ x8loop:
 	ROW8X4(Z9, Z13, Z17, Z21)
 	ROW8X4(Z10, Z14, Z18, Z22)
 	ROW8X4(Z11, Z15, Z19, Z23)
-	XRED1(Z8, Z9)
-	XRED1(Z10, Z11)
-	XRED1(Z12, Z13)
-	XRED1(Z14, Z15)
-	XRED1(Z16, Z17)
-	XRED1(Z18, Z19)
-	XRED1(Z20, Z21)
-	XRED1(Z22, Z23)
-	XRED2(Z8, Z10)
-	XRED2(Z12, Z14)
-	XRED2(Z16, Z18)
-	XRED2(Z20, Z22)
-	XRED3(Z8, Z12)
-	XRED3(Z16, Z20)
-	XRED4(Z8, Z16)
-	VPERMPS      Z8, Z26, Z8
+	XTREE(Z26)
 	STORE8(0, 24)
 	STORE8(1, 56)
 	STORE8(2, 88)

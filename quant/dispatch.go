@@ -107,7 +107,8 @@ func KernelByName(name string) (*Kernel, error) {
 }
 
 // Name is the path's short name ("scalar", "avx2", "avx2i8", "avxvnni",
-// "avx512", "vnni"), for --version, run summaries and benchmark reports.
+// "avx512", "vnnipair", "vnni"), for --version, run summaries and
+// benchmark reports.
 func (k *Kernel) Name() string { return k.name }
 
 // String is Name, so a Kernel prints as its name.

@@ -32,6 +32,9 @@ func q8f512(sc, data *byte, rows, groups int, x, y *float32, kg int)
 func q4vnni512(sc, data *byte, rows, groups int, xl, xh *int8, c4 *int32, dx, y *float32, k0, k1, kg int)
 
 //go:noescape
+func q4vnni512pair(sc, data, scB, dataB *byte, rows int, xl, xh *int8, c4 *int32, dx, y, yB *float32)
+
+//go:noescape
 func q4avxvnni(sc, data *byte, rows, groups int, xl, xh *int8, c4 *int32, dx, y *float32)
 
 //go:noescape
@@ -55,7 +58,8 @@ func q8avx2i8(sc, data *byte, rows, groups int, x8 *int8, dx, y *float32)
 //go:noescape
 func quantize256(x *float32, groups int, q8, xl, xh *int8, dx *float32, c4, c8 *int32)
 
-// archKernels lists the assembly paths f allows, slowest first.
+// archKernels lists the assembly paths f allows, the default (the fastest
+// measured) last.
 func archKernels(f CPUFeatures) []*Kernel {
 	var ks []*Kernel
 	if !f.AVX2 {
@@ -82,9 +86,18 @@ func archKernels(f CPUFeatures) []*Kernel {
 	avx512 := &Kernel{name: "avx512", f32: dotF32AVX512, q4: dotQ4AVX512, q8: dotQ8AVX512, q4batch: dotQ4AVX512Batch, q8batch: dotQ8AVX512Batch}
 	ks = append(ks, avx512)
 	if f.AVX512VNNI {
-		ks = append(ks, &Kernel{name: "vnni", int8: true, f32: dotF32AVX512,
+		vnni := &Kernel{name: "vnni", int8: true, f32: dotF32AVX512,
 			q4: dotQ4VNNI512, q8: dotQ8VNNI512, float: avx512, quantize: quantizeVNNI,
-			q4batch: dotQ4VNNI512Batch, q8batch: dotQ8VNNI512Batch})
+			q4batch: dotQ4VNNI512Batch, q8batch: dotQ8VNNI512Batch}
+		// vnnipair is vnni with the avx2i8 path's two-stream walk
+		// (q4vnni512pair) and its two- and three-column batch kernels:
+		// the same bits, faster on Zen 3 in their avx2i8 form, not yet
+		// measured on a VNNI CPU, so it is chosen by name (CFLOW_KERNEL,
+		// --kernel) and vnni stays the default until it is
+		// (docs/PERFORMANCE.md, "Session 11").
+		pair := *vnni
+		pair.name, pair.q4pair, pair.q4batch = "vnnipair", dotQ4VNNI512Pair, dotQ4VNNI512BatchX
+		ks = append(ks, &pair, vnni)
 	}
 	return ks
 }
@@ -123,6 +136,19 @@ func dotQ4VNNI512(t *Tile, x *Vec, col int, y []float32) {
 	// Blocks of four groups; a 16-bit mask has four dword lanes per group.
 	q4vnni512(&t.Scales[0], &t.Data[0], t.Rows, g, &x.xl[g0*16], &x.xh[g0*16], &x.c4[g0*4], &x.dx[g0], &y[0],
 		lowBits(4*min(g, 4)), lowBits(4*(g-4)), lowBits(g))
+}
+
+// dotQ4VNNI512Pair is the vnnipair path's DotPair: two full-width tiles
+// with the same rows, a multiple of 16, go through q4vnni512pair; any other
+// shapes through two dotQ4VNNI512 calls.
+func dotQ4VNNI512Pair(a, b *Tile, x *Vec, col int, ya, yb []float32) {
+	if a.Rows != b.Rows || a.Rows%16 != 0 || Groups(a.Cols) != 8 || Groups(b.Cols) != 8 {
+		dotQ4VNNI512(a, x, col, ya)
+		dotQ4VNNI512(b, x, col, yb)
+		return
+	}
+	g0 := col / GroupSize
+	q4vnni512pair(&a.Scales[0], &a.Data[0], &b.Scales[0], &b.Data[0], a.Rows, &x.xl[g0*16], &x.xh[g0*16], &x.c4[g0*4], &x.dx[g0], &ya[0], &yb[0])
 }
 
 func dotQ8VNNI512(t *Tile, x *Vec, col int, y []float32) {

@@ -11,7 +11,7 @@ import (
 
 // allPaths are the kernel names the issue asks for; a path the CPU or the
 // build lacks is skipped, not failed.
-var allPaths = []string{"scalar", "avx2", "avx2i8", "avxvnni", "avx512", "vnni"}
+var allPaths = []string{"scalar", "avx2", "avx2i8", "avxvnni", "avx512", "vnnipair", "vnni"}
 
 // withKernel runs f under each available path.
 func withKernel(t *testing.T, f func(t *testing.T, k *Kernel)) {
@@ -245,13 +245,14 @@ func TestStripeMatchesDot(t *testing.T) {
 }
 
 // TestDotPairMatchesDot checks DotPair adds into each output exactly what
-// Dot does, on every path: for the pairs the avx2i8 two-stream kernel
-// takes (Q4_0, the same full-group columns, equal row counts a multiple
-// of 4, 128×256 the most common) and for the rest it hands to Dot.
+// Dot does, on every path: for the pairs the two-stream kernels take (Q4_0,
+// eight full groups of columns, equal row counts a multiple of 4 on avx2i8
+// and of 16 on vnnipair, 128×256 the most common) and for the rest they
+// hand to Dot.
 func TestDotPairMatchesDot(t *testing.T) {
 	withKernel(t, func(t *testing.T, k *Kernel) {
-		if k.Name() == "avx2i8" && !k.PairsQ4() {
-			t.Fatal("avx2i8 lost its two-stream kernel")
+		if (k.Name() == "avx2i8" || k.Name() == "vnnipair") && !k.PairsQ4() {
+			t.Fatalf("%s lost its two-stream kernel", k.Name())
 		}
 		rng := rand.New(rand.NewPCG(7, 8))
 		shape := func(typed bool) (Type, int, int) {
@@ -405,7 +406,7 @@ func TestKernelList(t *testing.T) {
 		if err != nil || k != ks[i] || k.Name() != n {
 			t.Fatalf("KernelByName(%s) = %v, %v", n, k, err)
 		}
-		if k.QuantizesActivations() != (n == "vnni" || n == "avxvnni" || n == "avx2i8") {
+		if k.QuantizesActivations() != (n == "vnni" || n == "vnnipair" || n == "avxvnni" || n == "avx2i8") {
 			t.Fatalf("%s: QuantizesActivations = %v", n, k.QuantizesActivations())
 		}
 	}

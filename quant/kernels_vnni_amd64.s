@@ -62,9 +62,9 @@ DATA rowperm<>+56(SB)/4, $11
 DATA rowperm<>+60(SB)/4, $15
 GLOBL rowperm<>(SB), RODATA|NOPTR, $64
 
-// ROWS16(ROW) runs ROW(acc) for sixteen rows, reducing as it goes, and adds
-// the sums into y[0:16] at R9. Accumulators Z7–Z11.
-#define ROWS16(ROW) \
+// ROWS16AT(ROW, Y) runs ROW(acc) for sixteen rows, reducing as it goes, and
+// adds the sums into y[0:16] at Y, advancing Y. Accumulators Z7–Z11.
+#define ROWS16AT(ROW, Y) \
 	ROW(Z7); ROW(Z8); RED1(Z7, Z8); \
 	ROW(Z8); ROW(Z9); RED1(Z8, Z9); \
 	RED2(Z7, Z8); \
@@ -81,15 +81,18 @@ GLOBL rowperm<>(SB), RODATA|NOPTR, $64
 	RED3(Z8, Z9); \
 	RED4(Z7, Z8); \
 	VPERMPS Z7, Z14, Z7; \
-	VADDPS  (R9), Z7, Z7; \
-	VMOVUPS Z7, (R9); \
-	ADDQ    $64, R9
+	VADDPS  (Y), Z7, Z7; \
+	VMOVUPS Z7, (Y); \
+	ADDQ    $64, Y
+
+// ROWS16 is ROWS16AT for the single-column kernels' y at R9.
+#define ROWS16(ROW) ROWS16AT(ROW, R9)
 
 // Q4BLK handles four groups (64 data bytes) at off(DI): nibbles q (0..15)
 // as unsigned bytes against the int8 activation halves xl/xh, seeded with
 // the −8·Σx bias, then converted and scaled per lane by sv.
-#define Q4BLK(off, k, xl, xh, bias, sv, acc) \
-	VMOVDQU32.Z off(DI), k, Z3; \
+#define Q4BLKAT(D, off, k, xl, xh, bias, sv, acc) \
+	VMOVDQU32.Z off(D), k, Z3; \
 	VPSRLW      $4, Z3, Z4;     \
 	VPANDD      Z31, Z3, Z3;    \
 	VPANDD      Z31, Z4, Z4;    \
@@ -99,6 +102,9 @@ GLOBL rowperm<>(SB), RODATA|NOPTR, $64
 	VCVTDQ2PS   Z5, Z5;         \
 	VFMADD231PS sv, Z5, acc
 
+// Q4BLK is Q4BLKAT for data at DI.
+#define Q4BLK(off, k, xl, xh, bias, sv, acc) Q4BLKAT(DI, off, k, xl, xh, bias, sv, acc)
+
 // Q4ROW computes one row (groups > 4) into acc and advances SI, DI. The
 // prefetches run ahead in the tile stream (tiles of a stripe are
 // contiguous, so near a tile's end they fetch the next tile's scales and
@@ -106,20 +112,25 @@ GLOBL rowperm<>(SB), RODATA|NOPTR, $64
 // DRAM lines in flight than the L1 miss buffers allow; docs/PERFORMANCE.md
 // ("Decode stream") has the A/B (Sapphire Rapids: 8.9 → 11.0 GB/s from
 // DRAM on one core, the plain read probe 9.6).
-#define Q4ROW(acc) \
-	PREFETCHT0  2048(DI); \
-	PREFETCHT0  2112(DI); \
-	PREFETCHT1  8192(DI); \
-	PREFETCHT1  8256(DI); \
-	VCVTPH2PS.Z (SI), K3, Y0; \
+#define Q4ROWAT(acc, S, D) \
+	PREFETCHT0  2048(D); \
+	PREFETCHT0  2112(D); \
+	PREFETCHT1  8192(D); \
+	PREFETCHT1  8256(D); \
+	VCVTPH2PS.Z (S), K3, Y0; \
 	VMULPS      Y26, Y0, Y0;  \
 	VPERMPS     Z0, Z27, Z1;  \
 	VPERMPS     Z0, Z28, Z2;  \
 	VXORPS      acc, acc, acc; \
-	Q4BLK(0, K1, Z20, Z21, Z22, Z1, acc); \
-	Q4BLK(64, K2, Z23, Z24, Z25, Z2, acc); \
-	ADDQ        R10, SI; \
-	ADDQ        R11, DI
+	Q4BLKAT(D, 0, K1, Z20, Z21, Z22, Z1, acc); \
+	Q4BLKAT(D, 64, K2, Z23, Z24, Z25, Z2, acc); \
+	ADDQ        R10, S; \
+	ADDQ        R11, D
+
+// Q4ROW is Q4ROWAT on the tile at SI (scales) and DI (data); Q4ROWB on the
+// pair kernel's second tile, at R12 and R13.
+#define Q4ROW(acc) Q4ROWAT(acc, SI, DI)
+#define Q4ROWB(acc) Q4ROWAT(acc, R12, R13)
 
 // func q4vnni512(sc, data *byte, rows, groups int, xl, xh *int8, c4 *int32, dx, y *float32, k0, k1, kg int)
 //
@@ -206,6 +217,54 @@ q4vnni8one:
 	JNZ         q4vnni8one
 
 q4vnnidone:
+	VZEROUPPER
+	RET
+
+// func q4vnni512pair(sc, data, scB, dataB *byte, rows int, xl, xh *int8, c4 *int32, dx, y, yB *float32)
+//
+// q4vnni512 for two full-width tiles (eight groups, rows a positive
+// multiple of 16) over the same columns, walked sixteen rows of one, then
+// sixteen of the other: two DRAM streams in flight instead of one, each
+// with its own look-ahead (the avx2i8 path's q4avx2i8pair, which measured
+// faster on Zen 3; docs/PERFORMANCE.md). Every row goes through Q4ROWAT
+// and the ROWS16 tree as in q4vnni512, so each tile's sums keep Dot's bits.
+TEXT ·q4vnni512pair(SB), NOSPLIT, $0-88
+	MOVQ         sc+0(FP), SI
+	MOVQ         data+8(FP), DI
+	MOVQ         scB+16(FP), R12
+	MOVQ         dataB+24(FP), R13
+	MOVQ         rows+32(FP), CX
+	MOVQ         y+72(FP), R9
+	MOVQ         yB+80(FP), R14
+	MOVL         $0xffff, AX
+	KMOVW        AX, K1
+	KMOVW        AX, K2
+	MOVL         $0xff, AX
+	KMOVW        AX, K3
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z31
+	MOVQ         xl+40(FP), AX
+	VMOVDQU32    (AX), Z20
+	VMOVDQU32    64(AX), Z23
+	MOVQ         xh+48(FP), AX
+	VMOVDQU32    (AX), Z21
+	VMOVDQU32    64(AX), Z24
+	MOVQ         c4+56(FP), AX
+	VMOVDQU32    (AX), Z22
+	VMOVDQU32    64(AX), Z25
+	MOVQ         dx+64(FP), AX
+	VMOVUPS      (AX), Y26
+	VMOVDQU32    idx4a<>(SB), Z27
+	VMOVDQU32    idx4b<>(SB), Z28
+	VMOVDQU32    rowperm<>(SB), Z14
+	MOVQ         $16, R10
+	MOVQ         $128, R11
+
+q4vnnipair:
+	ROWS16AT(Q4ROW, R9)
+	ROWS16AT(Q4ROWB, R14)
+	SUBQ $16, CX
+	JNZ  q4vnnipair
 	VZEROUPPER
 	RET
 
