@@ -4,7 +4,7 @@ BIN     := bin/cflowc
 PY      ?= /usr/bin/python3
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: tokref build test test-unit test-noasm fuzz-short vet demo bench golden golden-test clean
+.PHONY: tokref build test test-unit test-noasm fuzz-short vet demo bench bench-kernels golden golden-test clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/cflowc
@@ -38,6 +38,11 @@ test: vet test-unit test-noasm fuzz-short
 # cflowc vs llama.cpp decode on the same Q4_0 weights (bench/side-by-side.sh).
 bench:
 	./bench/side-by-side.sh
+
+# cflowc under two dot kernels, interleaved (bench/kernel-ab.sh; KERNELS,
+# default "vnni vnnipair"): what decides a CPU's default kernel.
+bench-kernels:
+	./bench/kernel-ab.sh
 
 # golden/: regenerate the PyTorch reference's fixtures, traces and quant
 # vectors (Debian's python3-torch + python3-numpy, run with $(PY)), then

@@ -28,7 +28,6 @@ tokens="${TOKENS:-64}"
 prompt="${PROMPT:-512}"
 runs="${RUNS:-5}"
 rounds="${ROUNDS:-3}"
-geometry="${GEOMETRY:-tinyllama}"
 mkdir -p "$out"
 
 cflowc="$out/cflowc"
@@ -37,16 +36,7 @@ cflowc="$out/cflowc"
 llama_bench="$here/llama.cpp/build/bin/llama-bench"
 [ -x "$llama_bench" ] || "$here/llama-cpp.sh"
 
-if [ -n "${MODEL:-}" ]; then
-	cflow="$MODEL"
-else
-	ckpt="$out/$geometry-f16"
-	cflow="$out/$geometry-q4_0.cflow"
-	if [ ! -f "$ckpt/config.json" ]; then
-		"$cflowc" dev synth --geometry "$geometry" -o "$ckpt"
-	fi
-	[ -f "$cflow" ] || "$cflowc" convert --quant q4_0 -o "$cflow" "$ckpt"
-fi
+cflow=$("$here/model.sh" "$cflowc" "$out")
 gguf="${cflow%.cflow}.gguf"
 if [ ! -f "$gguf" ] || [ "$gguf" -ot "$cflow" ]; then
 	"$cflowc" export gguf -o "$gguf" "$cflow"
