@@ -4,7 +4,7 @@ BIN     := bin/cflowc
 PY      ?= /usr/bin/python3
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: tokref build test test-unit test-noasm fuzz-short vet demo bench bench-kernels golden golden-test clean
+.PHONY: tokref build test test-unit test-noasm fuzz-short test-avx512 vet demo bench bench-kernels golden golden-test clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/cflowc
@@ -34,6 +34,15 @@ fuzz-short:
 
 # The README's test command; .ci/run calls exactly this.
 test: vet test-unit test-noasm fuzz-short
+
+# quant's AVX-512 kernels (avx512, vnni, vnnipair) against Dot and the
+# oracle on an emulated Tiger Lake (scripts/avx512-emu.sh: Bochs, installed
+# from Debian on first use), for CPUs without AVX-512. Not part of `test`:
+# minutes of emulation. AVX512_RUN picks the tests (go test -run syntax).
+AVX512_RUN ?= ^(TestDotPairMatchesDot|TestDotBatchFullTilesSumAsDot|TestDotBatchPartialTilesSumAsDot|TestDotBatchNoAllocs|TestNoAllocs|TestQuantizeAsmMatchesGo|TestKernelList|TestStripeMatchesDot|TestVecReuse|TestQ4KernelsAtEveryStackAlignment)$$/^(avx512|vnni|vnnipair)$$
+test-avx512:
+	CGO_ENABLED=0 $(GO) test -c -o bin/quant-avx512.test ./quant
+	./scripts/avx512-emu.sh bin/quant-avx512.test -test.v -test.short -test.run '$(AVX512_RUN)'
 
 # cflowc vs llama.cpp decode on the same Q4_0 weights (bench/side-by-side.sh).
 bench:
