@@ -340,14 +340,16 @@ func TestNoAllocs(t *testing.T) {
 			tiles = append(tiles, &tile)
 		}
 		ys := [][]float32{y, y, y}
+		yb := make([]float32, MaxTileRows)
 		if n := testing.AllocsPerRun(20, func() {
 			v.Set(x)
 			for _, tile := range tiles {
 				Dot(tile, v, 32, y)
 			}
 			DotStripe(tiles, v, 0, ys)
+			DotPair(tiles[1], tiles[1], v, 0, y, yb) // two full Q4_0 tiles: the two-stream kernel where there is one
 		}); n != 0 {
-			t.Fatalf("Set+Dot+DotStripe allocate %v times per run", n)
+			t.Fatalf("Set+Dot+DotStripe+DotPair allocate %v times per run", n)
 		}
 	})
 }
