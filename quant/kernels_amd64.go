@@ -138,10 +138,19 @@ func dotQ4VNNI512(t *Tile, x *Vec, col int, y []float32) {
 		lowBits(4*min(g, 4)), lowBits(4*(g-4)), lowBits(g))
 }
 
-// dotQ4VNNI512Pair is the vnnipair path's DotPair: q4vnni512pair's row
-// blocks are 16 rows.
+// dotQ4VNNI512Pair is the vnnipair path's DotPair: two full-width tiles
+// with the same rows, a multiple of 16, go through q4vnni512pair; any other
+// shapes through two dotQ4VNNI512 calls. (dotQ4AVX2I8Pair has the same
+// shape; a helper taking the assembly function as a value would make the
+// call indirect and its arguments escape, so each calls its kernel.)
 func dotQ4VNNI512Pair(a, b *Tile, x *Vec, col int, ya, yb []float32) {
-	dotQ4Pair(a, b, x, col, ya, yb, 16, q4vnni512pair, dotQ4VNNI512)
+	if a.Rows != b.Rows || a.Rows%16 != 0 || Groups(a.Cols) != 8 || Groups(b.Cols) != 8 {
+		dotQ4VNNI512(a, x, col, ya)
+		dotQ4VNNI512(b, x, col, yb)
+		return
+	}
+	g0 := col / GroupSize
+	q4vnni512pair(&a.Scales[0], &a.Data[0], &b.Scales[0], &b.Data[0], a.Rows, &x.xl[g0*16], &x.xh[g0*16], &x.c4[g0*4], &x.dx[g0], &ya[0], &yb[0])
 }
 
 func dotQ8VNNI512(t *Tile, x *Vec, col int, y []float32) {
@@ -173,30 +182,18 @@ func dotQ4AVX2I8(t *Tile, x *Vec, col int, y []float32) {
 	q4avx2i8(&t.Scales[0], &t.Data[0], t.Rows, Groups(t.Cols), &x.xl[g0*16], &x.xh[g0*16], &x.c4[g0*4], &x.dx[g0], &y[0])
 }
 
-// dotQ4AVX2I8Pair is the avx2i8 path's DotPair: q4avx2i8pair's row blocks
-// are 4 rows.
+// dotQ4AVX2I8Pair runs two Q4 tiles over the same columns through the
+// two-stream kernel when both are whole blocks of full rows (8 groups, the
+// same row count, a multiple of 4: every tile of a 128×256 tiling but a
+// matrix's edges), and through dotQ4AVX2I8 one after the other otherwise.
 func dotQ4AVX2I8Pair(a, b *Tile, x *Vec, col int, ya, yb []float32) {
-	dotQ4Pair(a, b, x, col, ya, yb, 4, q4avx2i8pair, dotQ4AVX2I8)
-}
-
-// q4PairKernel is a two-stream Q4 kernel's signature (q4avx2i8pair,
-// q4vnni512pair): two tiles' scales and data, their common row count, the
-// activation's int8 views and scales, and the two outputs.
-type q4PairKernel func(sc, data, scB, dataB *byte, rows int, xl, xh *int8, c4 *int32, dx, y, yB *float32)
-
-// dotQ4Pair runs two Q4 tiles over the same columns through the two-stream
-// kernel pair when both are whole blocks of full rows (8 groups, the same
-// row count, a multiple of rowBlock: every tile of a 128×256 tiling but a
-// matrix's edges), and through the path's single-column one, one after the
-// other, otherwise.
-func dotQ4Pair(a, b *Tile, x *Vec, col int, ya, yb []float32, rowBlock int, pair q4PairKernel, one dotFunc) {
-	if a.Rows != b.Rows || a.Rows%rowBlock != 0 || Groups(a.Cols) != 8 || Groups(b.Cols) != 8 {
-		one(a, x, col, ya)
-		one(b, x, col, yb)
+	if a.Rows != b.Rows || a.Rows%4 != 0 || Groups(a.Cols) != 8 || Groups(b.Cols) != 8 {
+		dotQ4AVX2I8(a, x, col, ya)
+		dotQ4AVX2I8(b, x, col, yb)
 		return
 	}
 	g0 := col / GroupSize
-	pair(&a.Scales[0], &a.Data[0], &b.Scales[0], &b.Data[0], a.Rows, &x.xl[g0*16], &x.xh[g0*16], &x.c4[g0*4], &x.dx[g0], &ya[0], &yb[0])
+	q4avx2i8pair(&a.Scales[0], &a.Data[0], &b.Scales[0], &b.Data[0], a.Rows, &x.xl[g0*16], &x.xh[g0*16], &x.c4[g0*4], &x.dx[g0], &ya[0], &yb[0])
 }
 
 func dotQ8AVX2I8(t *Tile, x *Vec, col int, y []float32) {
