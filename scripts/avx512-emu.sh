@@ -15,7 +15,8 @@
 #   -h, --help
 # Environment: AVX512EMU_TIMEOUT, AVX512EMU_MEM, AVX512EMU_KERNEL (a bzImage
 #   to use instead of Debian's cloud kernel), AVX512EMU_CMDLINE (extra kernel
-#   parameters), XDG_CACHE_HOME.
+#   parameters), AVX512EMU_IPS (Bochs ips, default 50000000),
+#   AVX512EMU_DISPLAY (term, the default, or rfb = VNC on :5900+), XDG_CACHE_HOME.
 # Exit status: BINARY's exit status (128+N if killed by signal N), or
 #   3 if the emulator failed or timed out, 2 on usage errors.
 #
@@ -208,8 +209,8 @@ boot: cdrom
 com1: enabled=1, mode=file, dev=$WORK/serial.out
 log: $WORK/bochs.log
 panic: action=fatal
-error: action=ignore
-info: action=ignore
+error: action=report
+info: action=report
 debug: action=ignore
 clock: sync=none, time0=local
 pci: enabled=1, chipset=i440fx
@@ -293,8 +294,11 @@ fi
 
 kill "$BOCHS_PID" 2>/dev/null
 wait "$BOCHS_PID" 2>/dev/null
+brc=$?
 BOCHS_PID=
-echo "avx512-emu: emulation ended without EMU-EXIT (state: $state); last guest lines:" >&2
+echo "avx512-emu: emulation ended without EMU-EXIT (state: $state, bochs status $brc); last guest lines:" >&2
 tr -d '\r' < "$WORK/serial.out" | tail -20 >&2
-grep -E '>>PANIC<<|\[.*\] .*e\[' "$WORK/bochs.log" 2>/dev/null | tail -5 >&2
+echo "avx512-emu: bochs messages:" >&2
+{ cat "$WORK/bochs.log"; tr -d '\r' < "$WORK/bochs.stdout" | grep -aE 'PANIC|exit|quit|signal|<bochs'; } 2>/dev/null | tail -8 >&2
+KEEP=1
 exit 3
