@@ -31,10 +31,11 @@ mkdir -p "$out"
 
 cflowc="$out/cflowc"
 (cd "$root" && go build -o "$cflowc" ./cmd/cflowc)
-have=$("$cflowc" run --help | tr -d '\n' | sed -n 's/.*dot kernel: \([a-z0-9, ]*[a-z0-9]\).*/\1/p')
+# The dispatch's own answer: --version names the kernel CFLOW_KERNEL chose,
+# and says on stderr which kernels there are when it is not one of them.
 for k in $kernels; do
-	if ! tr ',' '\n' <<<"$have" | sed 's/^ *//; s/ *$//' | grep -qx "$k"; then
-		echo "kernel-ab: kernel $k is not available on this CPU (it has: $have)" >&2
+	if ! CFLOW_KERNEL="$k" "$cflowc" --version 2>/dev/null | grep -q "kernel $k)"; then
+		echo "kernel-ab: $(CFLOW_KERNEL="$k" "$cflowc" --version 2>&1 >/dev/null)" >&2
 		exit 2
 	fi
 done
