@@ -193,15 +193,20 @@ func (j *matvecJob) reset() {
 // stripe computes stripe i of the running matvec, asking for the metadata
 // of the tiles ahead as it goes (prefetch.go).
 func (j *matvecJob) stripe(i int) {
-	p, hook := j.p, j.hook
-	s := &p.stripes[i]
-	next := stripeAhead(p.stripes, i)
-	y := j.outs[s.out]
+	p := j.p
+	walkStripe(&p.stripes[i], stripeAhead(p.stripes, i), j.a, j.outs[p.stripes[i].out], j.hook)
+}
+
+// walkStripe adds stripe s's tiles, in file order, times activation a into
+// y (indexed by output row), prefetching the descriptors ahead (next: the
+// following stripe's tiles) and reporting each read to hook. The plain and
+// the NUMA matvec both walk a stripe this way.
+func walkStripe(s *stripe, next []*cflowfmt.MappedTile, a *actVec, y []float32, hook func(off int64, m cflowfmt.MatrixID)) {
 	for k, t := range s.tiles {
 		tileAhead(s.tiles, k, next)
 		if hook != nil {
 			hook(t.Offset, t.Matrix)
 		}
-		dotTile(&t.Tile, j.a, int(t.ColOffset), y[t.RowOffset:])
+		dotTile(&t.Tile, a, int(t.ColOffset), y[t.RowOffset:])
 	}
 }

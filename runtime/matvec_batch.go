@@ -14,12 +14,18 @@ import (
 // are a lone matvec's (bit for bit without a multi-column kernel, within
 // float summation order with one).
 func (e *Engine) matvecLanes(p *matPlan, ls []*lane) {
+	hook := e.readHook
+	B := len(ls)
+	if e.numa != nil && B == 1 && e.pairsPlan(p) {
+		// One column on a multi-node engine: numaMatvec's paired walk,
+		// a lone numaMatvec's bits, as numaMatvecLanes promises.
+		e.numaMatvec(p, ls[0].req.a, ls[0].req.outs)
+		return
+	}
 	if e.numa != nil {
 		e.numaMatvecLanes(p, ls)
 		return
 	}
-	hook := e.readHook
-	B := len(ls)
 	if B == 1 && e.pairsPlan(p) {
 		// One column (a server with one client decoding): the decode
 		// walk, two stripes at once (matvec_pairs.go); DotBatch on one

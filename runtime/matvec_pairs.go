@@ -1,5 +1,7 @@
 package runtime
 
+import "github.com/cflow-dev/cflow/cflowfmt"
+
 // Two tile streams per thread. At one core the decode kernel's DRAM stream
 // is bounded by how many misses it keeps in flight while it computes, not
 // by the bus; walking two parts of a matrix far apart in the file at once,
@@ -21,10 +23,7 @@ func (e *Engine) pairsPlan(p *matPlan) bool { return e.pairs && p.q4 && len(p.st
 // with n odd the last item is the middle stripe alone.
 func pairCount(n int) int { return (n + 1) / 2 }
 
-// pair computes stripes i and i+h of the running matvec. Stripes with the
-// same number of tiles (every pair of a matrix's stripes but after a
-// shard plan's merge) are walked tile by tile together; others one after
-// the other.
+// pair computes stripes i and i+h of the running matvec.
 func (j *matvecJob) pair(i int) {
 	p := j.p
 	h := pairCount(len(p.stripes))
@@ -33,14 +32,21 @@ func (j *matvecJob) pair(i int) {
 		return
 	}
 	a, b := &p.stripes[i], &p.stripes[i+h]
+	walkPair(a, b, stripeAhead(p.stripes, i), stripeAhead(p.stripes, i+h), j.a, j.outs[a.out], j.outs[b.out], j.hook)
+}
+
+// walkPair is walkStripe for stripes a and b at once, into ya and yb
+// (indexed by output row): stripes with the same number of tiles (every
+// pair of a matrix's stripes but after a shard plan's merge) are walked
+// tile by tile together, through the two-stream kernel where the tiles
+// share their columns; others one after the other. Each stripe's tiles are
+// still summed in file order, so the bits are walkStripe's.
+func walkPair(a, b *stripe, nextA, nextB []*cflowfmt.MappedTile, x *actVec, ya, yb []float32, hook func(off int64, m cflowfmt.MatrixID)) {
 	if len(a.tiles) != len(b.tiles) {
-		j.stripe(i)
-		j.stripe(i + h)
+		walkStripe(a, nextA, x, ya, hook)
+		walkStripe(b, nextB, x, yb, hook)
 		return
 	}
-	hook := j.hook
-	nextA, nextB := stripeAhead(p.stripes, i), stripeAhead(p.stripes, i+h)
-	ya, yb := j.outs[a.out], j.outs[b.out]
 	for k, ta := range a.tiles {
 		tb := b.tiles[k]
 		tileAhead(a.tiles, k, nextA)
@@ -50,10 +56,10 @@ func (j *matvecJob) pair(i int) {
 			hook(tb.Offset, tb.Matrix)
 		}
 		if ta.ColOffset != tb.ColOffset {
-			dotTile(&ta.Tile, j.a, int(ta.ColOffset), ya[ta.RowOffset:])
-			dotTile(&tb.Tile, j.a, int(tb.ColOffset), yb[tb.RowOffset:])
+			dotTile(&ta.Tile, x, int(ta.ColOffset), ya[ta.RowOffset:])
+			dotTile(&tb.Tile, x, int(tb.ColOffset), yb[tb.RowOffset:])
 			continue
 		}
-		dotPair(&ta.Tile, &tb.Tile, j.a, int(ta.ColOffset), ya[ta.RowOffset:], yb[tb.RowOffset:])
+		dotPair(&ta.Tile, &tb.Tile, x, int(ta.ColOffset), ya[ta.RowOffset:], yb[tb.RowOffset:])
 	}
 }

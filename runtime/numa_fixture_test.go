@@ -39,7 +39,12 @@ func convertFixture(t *testing.T, dir, ext string, q quant.Type, nodes int) *cfl
 
 func newNUMAEngine(t *testing.T, m *cflowfmt.Model, topo *numa.Topology, p numa.Placer) *Engine {
 	t.Helper()
-	e, err := New(m, Options{Threads: 2, NUMA: topo, Placer: p, Kernel: testKernel})
+	return newNUMAEngineOn(t, m, topo, p, testKernel)
+}
+
+func newNUMAEngineOn(t *testing.T, m *cflowfmt.Model, topo *numa.Topology, p numa.Placer, k *quant.Kernel) *Engine {
+	t.Helper()
+	e, err := New(m, Options{Threads: 2, NUMA: topo, Placer: p, Kernel: k})
 	if err != nil {
 		t.Fatal(err)
 	}

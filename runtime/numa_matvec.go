@@ -5,7 +5,9 @@ package runtime
 // stripes to outs; rows several nodes share (row-parallel O and down) are
 // summed by the caller in node order after all nodes finish, so the
 // result is deterministic for a given topology. A plan built after load
-// (an expert's, on first selection) is split on first use.
+// (an expert's, on first selection) is split on first use. Where the
+// kernel pairs Q4_0 tiles, each node walks its stripes two at a time like
+// the plain path (matvec_pairs.go), with the same bits.
 func (e *Engine) numaMatvec(p *matPlan, a *actVec, outs [][]float32) {
 	st := e.numa
 	np := st.planOf(p)
@@ -16,21 +18,41 @@ func (e *Engine) numaMatvec(p *matPlan, a *actVec, outs [][]float32) {
 		if len(ss) == 0 {
 			continue
 		}
-		st.jobs[g] = e.pool.groups[g].post(len(ss), func(i int) {
+		// A stripe accumulates into its rows of the node's scratch (y is
+		// indexed by output row, as walkStripe indexes it) and publishes
+		// them whole, unless other nodes add to them.
+		start := func(s *stripe) []float32 {
+			y := buf[s.out]
+			clear(y[s.row : s.row+s.rows])
+			return y
+		}
+		publish := func(i int) {
+			if s := &ss[i]; !partial[i] {
+				copy(outs[s.out][s.row:s.row+s.rows], buf[s.out][s.row:s.row+s.rows])
+			}
+		}
+		if !e.pairs || !p.q4 || len(ss) < 2 {
+			st.jobs[g] = e.pool.groups[g].post(len(ss), func(i int) {
+				s := &ss[i]
+				walkStripe(s, stripeAhead(ss, i), a, start(s), hook)
+				publish(i)
+			})
+			continue
+		}
+		// Two tile streams per thread, as on the plain path
+		// (matvec_pairs.go): item i is the node's stripes i and i+h.
+		h := pairCount(len(ss))
+		st.jobs[g] = e.pool.groups[g].post(h, func(i int) {
 			s := &ss[i]
-			next := stripeAhead(ss, i)
-			y := buf[s.out][s.row : s.row+s.rows]
-			clear(y)
-			for k, t := range s.tiles {
-				tileAhead(s.tiles, k, next)
-				if hook != nil {
-					hook(t.Offset, t.Matrix)
-				}
-				dotTile(&t.Tile, a, int(t.ColOffset), y[int(t.RowOffset)-s.row:])
+			if i+h >= len(ss) {
+				walkStripe(s, stripeAhead(ss, i), a, start(s), hook)
+				publish(i)
+				return
 			}
-			if !partial[i] {
-				copy(outs[s.out][s.row:s.row+s.rows], y)
-			}
+			t := &ss[i+h]
+			walkPair(s, t, stripeAhead(ss, i), stripeAhead(ss, i+h), a, start(s), start(t), hook)
+			publish(i)
+			publish(i + h)
 		})
 	}
 	e.finishNodes()
