@@ -241,22 +241,37 @@ func (pl *placement) scratch() error {
 func align16(n int) uintptr { return uintptr(n+15) &^ 15 }
 
 // arena is page-aligned anonymous memory outside the Go heap, so a memory
-// policy applies to it alone and the GC never moves it.
-type arena struct{ b []byte }
+// policy applies to it alone and the GC never moves it. An arena of 2 MiB
+// or more starts on a 2 MiB boundary and asks for 2 MiB pages
+// (adviseHugeArena): b is that aligned part of the mapping m.
+type arena struct{ b, m []byte }
+
+// hugePage is the x86-64 (and arm64 4K-granule) PMD page size.
+const hugePage = 2 << 20
 
 func newArena(size uintptr) (*arena, error) {
-	b, err := unix.Mmap(-1, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	full := size
+	if size >= hugePage {
+		full += hugePage // room to start on a 2 MiB boundary
+	}
+	m, err := unix.Mmap(-1, 0, int(full), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
 	if err != nil {
 		return nil, fmt.Errorf("mmap %d bytes: %w", size, err)
 	}
-	return &arena{b: b}, nil
+	if size < hugePage {
+		return &arena{b: m, m: m}, nil
+	}
+	off := (hugePage - uintptr(unsafe.Pointer(&m[0]))%hugePage) % hugePage
+	b := m[off : off+size : off+size]
+	adviseHugeArena(b)
+	return &arena{b: b, m: m}, nil
 }
 
 func (a *arena) addr() uintptr { return uintptr(unsafe.Pointer(&a.b[0])) }
 
 func (a *arena) free() {
-	if a.b != nil {
-		unix.Munmap(a.b)
-		a.b = nil
+	if a.m != nil {
+		unix.Munmap(a.m)
+		a.b, a.m = nil, nil
 	}
 }
