@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -55,24 +56,31 @@ func TestPairedStripesSameBits(t *testing.T) {
 				t.Fatalf("%s: engine on %s does not pair stripes", c.name, k)
 			}
 			single.pairs = false
-			for i, tok := range testTokens {
-				a, err := paired.Step(tok)
-				if err != nil {
-					t.Fatal(err)
-				}
-				b, err := single.Step(tok)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !slices.Equal(a, b) {
-					t.Fatalf("%s, %d threads, step %d: paired logits differ from one stripe at a time", c.name, threads, i)
-				}
-				oa, ob := paired.Observation(), single.Observation()
-				if !slices.Equal(oa.ResidualNorms, ob.ResidualNorms) || oa.PreLMHeadNorm != ob.PreLMHeadNorm ||
-					!slices.EqualFunc(oa.Experts, ob.Experts, slices.Equal) {
-					t.Fatalf("%s, %d threads, step %d: paired observation differs", c.name, threads, i)
-				}
-			}
+			stepsSameBits(t, fmt.Sprintf("%s, %d threads", c.name, threads), paired, single)
+		}
+	}
+}
+
+// stepsSameBits steps both engines through testTokens and fails unless
+// every step's logits, residual norms and expert choices are the same bits.
+func stepsSameBits(t *testing.T, what string, paired, single *Engine) {
+	t.Helper()
+	for i, tok := range testTokens {
+		a, err := paired.Step(tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := single.Step(tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(a, b) {
+			t.Fatalf("%s, step %d: paired logits differ from one stripe at a time", what, i)
+		}
+		oa, ob := paired.Observation(), single.Observation()
+		if !slices.Equal(oa.ResidualNorms, ob.ResidualNorms) || oa.PreLMHeadNorm != ob.PreLMHeadNorm ||
+			!slices.EqualFunc(oa.Experts, ob.Experts, slices.Equal) {
+			t.Fatalf("%s, step %d: paired observation differs", what, i)
 		}
 	}
 }

@@ -24,24 +24,7 @@ func TestNUMAPairedSameBits(t *testing.T) {
 			t.Fatalf("%s: not a pairing multi-node engine (numa %v, pairs %v)", c.name, paired.numa != nil, paired.pairs)
 		}
 		single.pairs = false
-		for i, tok := range testTokens {
-			a, err := paired.Step(tok)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := single.Step(tok)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(a, b) {
-				t.Fatalf("%s, step %d: paired logits differ from one stripe at a time", c.name, i)
-			}
-			oa, ob := paired.Observation(), single.Observation()
-			if !slices.Equal(oa.ResidualNorms, ob.ResidualNorms) || oa.PreLMHeadNorm != ob.PreLMHeadNorm ||
-				!slices.EqualFunc(oa.Experts, ob.Experts, slices.Equal) {
-				t.Fatalf("%s, step %d: paired observation differs", c.name, i)
-			}
-		}
+		stepsSameBits(t, c.name+" on 2 nodes", paired, single)
 		qp, qs := paired.NewSequence(), single.NewSequence()
 		for i, tok := range testTokens[:4] {
 			a, err := paired.StepFeeds([]Feed{{Seq: qp, Toks: []int{tok}, Logits: true}})
