@@ -89,6 +89,11 @@ type Result struct {
 	HugePageFraction *float64 `json:"huge_page_fraction,omitempty"`
 	HugePageBytes    int64    `json:"huge_page_bytes,omitempty"`
 	MappedBytes      int64    `json:"mapped_bytes,omitempty"`
+	// NUMA is the engine's NUMA line (runtime.NUMAReport) when it ran on
+	// several nodes: the topology, the plan's use, and, in copy mode, how
+	// much of the node copies decode reads are on 2 MiB pages (the mapping
+	// figures above are then not what it reads).
+	NUMA string `json:"numa,omitempty"`
 }
 
 // StreamBytesPerToken is weight bytes read per decoded token by stream, from
@@ -171,6 +176,9 @@ func Run(m *cflowfmt.Model, cfg Config) (*Result, error) {
 	r := &Result{Model: m.Path, CPU: CPUName(), Quant: h.QuantType.String(), Kernel: e.Kernel().Name(), Threads: cfg.Threads, Tokens: cfg.Tokens}
 	if cfg.Parallel > 1 {
 		r.Parallel = cfg.Parallel
+	}
+	if rep := e.NUMA(); rep.Nodes > 1 {
+		r.NUMA = rep.String()
 	}
 	if cfg.Profile != nil {
 		if err := pprof.StartCPUProfile(cfg.Profile); err != nil {

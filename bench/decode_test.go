@@ -4,6 +4,7 @@ import (
 	"math"
 	"path/filepath"
 	goruntime "runtime"
+	"strings"
 	"testing"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
@@ -191,5 +192,40 @@ func TestRunParallel(t *testing.T) {
 	}
 	if _, err := Run(f.Model, Config{Tokens: 2, Parallel: 5, Batch: 4, ProbeBytes: 1 << 20}); err == nil {
 		t.Error("5 sequences with 4 tokens per pass: no error")
+	}
+}
+
+// A run on several (here simulated) NUMA nodes says so, with the node
+// copies' page sizes, since decode then reads the copies and not the
+// model mapping the page figures describe; a plain run says nothing.
+func TestRunReportsNUMA(t *testing.T) {
+	h := cflowfmt.Header{Version: cflowfmt.Version, HiddenSize: 64, IntermediateSize: 96, VocabSize: 50,
+		NumLayers: 2, MaxSeqLen: 32, NumHeads: 2, NumKVHeads: 1, HeadDim: 32, TileRows: 32, TileCols: 64,
+		QuantType: quant.Q4_0, CombineStyle: cflowfmt.PreNorm}
+	path := filepath.Join(t.TempDir(), "m.cflow")
+	if _, err := fmttest.WriteCflow(path, &fmttest.Spec{Header: h, Meta: cflowfmt.NewMetadata(), Seed: 4}, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := cflowfmt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cfg := Config{Threads: 2, Tokens: 2, Runs: 1, ProbeBytes: 1 << 20, ProbeRuns: 1}
+	r, err := Run(f.Model, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.NUMA != "" {
+		t.Errorf("a plain run reports NUMA: %q", r.NUMA)
+	}
+	t.Setenv("CFLOW_NUMA_TOPOLOGY", "0:0;1:1")
+	if r, err = Run(f.Model, cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"numa: 2 nodes 0:0;1:1", "tiles copied to node-local memory (", "on 2 MiB pages)"} {
+		if !strings.Contains(r.NUMA, want) {
+			t.Errorf("NUMA line %q lacks %q", r.NUMA, want)
+		}
 	}
 }

@@ -201,6 +201,10 @@ func (pl *placement) copyTiles() error {
 			copy(c.Data, t.Data)
 			copies[i] = c
 		})
+		if h, err := cflowfmt.MappedHugePages(a.b); err == nil {
+			pl.e.numaRep.CopyBytes += h.Size
+			pl.e.numaRep.CopyHugeBytes += h.Huge
+		}
 		idx := make(map[*mtile]*mtile, len(tiles))
 		for i, t := range tiles {
 			idx[t] = &copies[i]

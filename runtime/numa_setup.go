@@ -49,7 +49,11 @@ type NUMAReport struct {
 	// topology); Failed those the kernel refused.
 	Requests, Applied, Skipped, Failed int
 	Bytes                              int64
-	Notes                              []string
+	// CopyBytes of the node copies (mode "copy") and CopyHugeBytes of them
+	// on 2 MiB pages once copied: a multi-node decode reads the copies, not
+	// the model mapping bench reports, and small pages cost it TLB misses.
+	CopyBytes, CopyHugeBytes int64
+	Notes                    []string
 }
 
 // NUMA reports the engine's topology, plan use and placement.
@@ -75,6 +79,9 @@ func (r NUMAReport) String() string {
 			b.WriteString(": shards bound in place (mbind)")
 		} else {
 			b.WriteString(": re-planned, tiles copied to node-local memory")
+			if r.CopyBytes > 0 {
+				fmt.Fprintf(&b, " (%s on 2 MiB pages)", cflowfmt.HugePages{Huge: r.CopyHugeBytes, Size: r.CopyBytes})
+			}
 		}
 		fmt.Fprintf(&b, "; %d ranges, %.1f MiB: %d applied, %d skipped (no such memory node), %d failed",
 			r.Requests, float64(r.Bytes)/(1<<20), r.Applied, r.Skipped, r.Failed)

@@ -165,6 +165,9 @@ func runBench(c *cli.Context) error {
 	if r.HugePageFraction != nil {
 		fmt.Printf("2 MiB pages   %s of the model mapping\n", cflowfmt.HugePages{Huge: r.HugePageBytes, Size: r.MappedBytes})
 	}
+	if r.NUMA != "" {
+		fmt.Println(r.NUMA)
+	}
 	return nil
 }
 
