@@ -97,15 +97,7 @@ func TestRunRefusesMoreTokensThanContext(t *testing.T) {
 	h := cflowfmt.Header{Version: cflowfmt.Version, HiddenSize: 32, IntermediateSize: 32, VocabSize: 10,
 		NumLayers: 1, MaxSeqLen: 4, NumHeads: 1, NumKVHeads: 1, HeadDim: 32, TileRows: 32, TileCols: 32,
 		QuantType: quant.F32, CombineStyle: cflowfmt.PreNorm}
-	path := filepath.Join(t.TempDir(), "m.cflow")
-	if _, err := fmttest.WriteCflow(path, &fmttest.Spec{Header: h, Meta: cflowfmt.NewMetadata(), Seed: 1}, nil); err != nil {
-		t.Fatal(err)
-	}
-	f, err := cflowfmt.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openModel(t, h, 1)
 	if _, err := Run(f.Model, Config{Tokens: 5}); err == nil {
 		t.Error("5 tokens on a 4-position model: no error")
 	}
@@ -118,15 +110,7 @@ func TestRunPromptOnly(t *testing.T) {
 	h := cflowfmt.Header{Version: cflowfmt.Version, HiddenSize: 64, IntermediateSize: 96, VocabSize: 50,
 		NumLayers: 2, MaxSeqLen: 32, NumHeads: 2, NumKVHeads: 1, HeadDim: 32, TileRows: 32, TileCols: 64,
 		QuantType: quant.Q8_0, CombineStyle: cflowfmt.PreNorm}
-	path := filepath.Join(t.TempDir(), "m.cflow")
-	if _, err := fmttest.WriteCflow(path, &fmttest.Spec{Header: h, Meta: cflowfmt.NewMetadata(), Seed: 2}, nil); err != nil {
-		t.Fatal(err)
-	}
-	f, err := cflowfmt.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openModel(t, h, 2)
 	r, err := Run(f.Model, Config{Threads: 1, Prompt: 20, Runs: 3, ProbeBytes: 1 << 20, ProbeRuns: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -160,15 +144,7 @@ func TestRunParallel(t *testing.T) {
 	h := cflowfmt.Header{Version: cflowfmt.Version, HiddenSize: 64, IntermediateSize: 96, VocabSize: 50,
 		NumLayers: 2, MaxSeqLen: 32, NumHeads: 2, NumKVHeads: 1, HeadDim: 32, TileRows: 32, TileCols: 64,
 		QuantType: quant.Q4_0, CombineStyle: cflowfmt.PreNorm}
-	path := filepath.Join(t.TempDir(), "m.cflow")
-	if _, err := fmttest.WriteCflow(path, &fmttest.Spec{Header: h, Meta: cflowfmt.NewMetadata(), Seed: 4}, nil); err != nil {
-		t.Fatal(err)
-	}
-	f, err := cflowfmt.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openModel(t, h, 4)
 	cfg := Config{Threads: 2, Tokens: 6, Runs: 2, Warmup: 1, ProbeBytes: 1 << 20, ProbeRuns: 3}
 	one, err := Run(f.Model, cfg)
 	if err != nil {
@@ -202,15 +178,7 @@ func TestRunReportsNUMA(t *testing.T) {
 	h := cflowfmt.Header{Version: cflowfmt.Version, HiddenSize: 64, IntermediateSize: 96, VocabSize: 50,
 		NumLayers: 2, MaxSeqLen: 32, NumHeads: 2, NumKVHeads: 1, HeadDim: 32, TileRows: 32, TileCols: 64,
 		QuantType: quant.Q4_0, CombineStyle: cflowfmt.PreNorm}
-	path := filepath.Join(t.TempDir(), "m.cflow")
-	if _, err := fmttest.WriteCflow(path, &fmttest.Spec{Header: h, Meta: cflowfmt.NewMetadata(), Seed: 4}, nil); err != nil {
-		t.Fatal(err)
-	}
-	f, err := cflowfmt.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openModel(t, h, 4)
 	cfg := Config{Threads: 2, Tokens: 2, Runs: 1, ProbeBytes: 1 << 20, ProbeRuns: 1}
 	r, err := Run(f.Model, cfg)
 	if err != nil {
@@ -228,4 +196,20 @@ func TestRunReportsNUMA(t *testing.T) {
 			t.Errorf("NUMA line %q lacks %q", r.NUMA, want)
 		}
 	}
+}
+
+// openModel writes a random model of header h (fmttest, seed) to a temp
+// file and opens it, closed when the test ends.
+func openModel(t *testing.T, h cflowfmt.Header, seed int64) *cflowfmt.File {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "m.cflow")
+	if _, err := fmttest.WriteCflow(path, &fmttest.Spec{Header: h, Meta: cflowfmt.NewMetadata(), Seed: seed}, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := cflowfmt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }
