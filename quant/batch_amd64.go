@@ -239,6 +239,14 @@ func q4avx2i8x3(sc, data *byte, rows, groups int, cols *[3]vnniCol)
 //go:noescape
 func q8avx2i8x4(sc, data *byte, rows, groups int, cols *[4]vnniCol)
 
+// q8avx2i8x2 and q8avx2i8x3 are q8avx2i8x4 for two and three columns.
+//
+//go:noescape
+func q8avx2i8x2(sc, data *byte, rows, groups int, cols *[2]vnniCol)
+
+//go:noescape
+func q8avx2i8x3(sc, data *byte, rows, groups int, cols *[3]vnniCol)
+
 // dotQ4AVX2I8Batch is the avx2i8 path's DotBatch for Q4_0: four columns at
 // a time, the last B mod 4 (two or three) through the two- or
 // three-column kernel, one through the single-column one. All run each
@@ -284,14 +292,13 @@ func q8Columns(cs []vnniCol, xs []*Vec, g0 int, ys [][]float32) {
 	}
 }
 
-// dotQ8AVX2I8Batch is dotQ4AVX2I8Batch for Q8_0. A last three columns go
-// through q8avx2i8x4 too, its fourth lane repeating the batch's first
-// column into a scratch output: each lane's arithmetic is its own, so the
-// real columns keep Dot's bits, and one pass over the tile keeps the DRAM
-// stream going where a call per column stalled it (1.17x the weight GB/s
-// at B = 3 on Zen 3; at B = 2 the padded lanes cost more than they gain,
-// 0.94x, so two columns stay one call each; docs/PERFORMANCE.md, "Session
-// 10: two- and three-column kernels").
+// dotQ8AVX2I8Batch is dotQ4AVX2I8Batch for Q8_0: four columns at a time
+// through q8avx2i8x4, a last two or three through q8avx2i8x2 or
+// q8avx2i8x3, one through the single-column kernel. Each column has its
+// own lane and the single-column kernel's arithmetic, so every column
+// keeps Dot's bits. One pass over the tile keeps the DRAM stream going
+// where a call per column stalled it (docs/PERFORMANCE.md, "Session 12:
+// Q8_0 two- and three-column kernels").
 func dotQ8AVX2I8Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {
 	g, g0 := Groups(t.Cols), col/GroupSize
 	j := 0
@@ -300,15 +307,16 @@ func dotQ8AVX2I8Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {
 		q8Columns(cs[:], xs[j:], g0, ys[j:])
 		q8avx2i8x4(&t.Scales[0], &t.Data[0], t.Rows, g, &cs)
 	}
-	if len(xs)-j == 3 && t.Rows <= MaxTileRows { // the scratch holds a tile's rows
-		var cs [4]vnniCol
-		var scratch [MaxTileRows]float32
-		q8Columns(cs[:3], xs[j:], g0, ys[j:])
-		cs[3] = vnniCol{xl: cs[0].xl, dx: cs[0].dx, y: &scratch[0]}
-		q8avx2i8x4(&t.Scales[0], &t.Data[0], t.Rows, g, &cs)
-		return
-	}
-	for ; j < len(xs); j++ {
+	switch len(xs) - j {
+	case 3:
+		var cs [3]vnniCol
+		q8Columns(cs[:], xs[j:], g0, ys[j:])
+		q8avx2i8x3(&t.Scales[0], &t.Data[0], t.Rows, g, &cs)
+	case 2:
+		var cs [2]vnniCol
+		q8Columns(cs[:], xs[j:], g0, ys[j:])
+		q8avx2i8x2(&t.Scales[0], &t.Data[0], t.Rows, g, &cs)
+	case 1:
 		dotQ8AVX2I8(t, xs[j], col, ys[j])
 	}
 }

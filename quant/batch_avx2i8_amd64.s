@@ -79,29 +79,50 @@ GLOBL sc16mask4<>(SB), RODATA|NOPTR, $32
 	VADDPS  (R12)(R9*1), x, x;  \
 	VMOVUPS x, (R12)(R9*1)
 
-// YSCATTER adds X0's four lanes (columns 0..3) into each column's y at
-// row offset R9. Clobbers R12, X1, X2.
-#define YSCATTER \
+// YSCATn adds X0's first n lanes (columns 0..n-1) into each column's y
+// at row offset R9, one column after another. Clobbers R12, X1, X2.
+#define YSCAT2 \
 	MOVQ         32(BX), R12;       \
 	VADDSS       (R12)(R9*1), X0, X1; \
 	VMOVSS       X1, (R12)(R9*1);   \
 	VMOVSHDUP    X0, X2;            \
 	MOVQ         72(BX), R12;       \
 	VADDSS       (R12)(R9*1), X2, X1; \
-	VMOVSS       X1, (R12)(R9*1);   \
+	VMOVSS       X1, (R12)(R9*1)
+
+#define YSCAT3 \
+	YSCAT2;                         \
 	VMOVHLPS     X0, X0, X2;        \
 	MOVQ         112(BX), R12;      \
 	VADDSS       (R12)(R9*1), X2, X1; \
-	VMOVSS       X1, (R12)(R9*1);   \
+	VMOVSS       X1, (R12)(R9*1)
+
+#define YSCAT4 \
+	YSCAT3;                         \
 	VPERMILPS    $0xff, X0, X2;     \
 	MOVQ         152(BX), R12;      \
 	VADDSS       (R12)(R9*1), X2, X1; \
 	VMOVSS       X1, (R12)(R9*1)
 
+// YADDSn add the first n columns' four transposed rows (X0..X3) into
+// their outputs (YADD4).
+#define YADDS2 \
+	YADD4(0, X0);  \
+	YADD4(40, X1)
+
+#define YADDS3 \
+	YADDS2;        \
+	YADD4(80, X2)
+
+#define YADDS4 \
+	YADDS3;        \
+	YADD4(120, X3)
+
 // FLUSHROWS adds the row sums stored at off(SP) (four floats, columns
-// 0..3, per row) into the columns' outputs: four rows at a time after a
-// 4×4 transpose, the last rows mod 4 one at a time. Jumps to done.
-#define FLUSHROWS(off, l4, l1, done) \
+// 0..3, per row) into the first n columns' outputs, n being the count of
+// YADDS (YADDSn) and SCAT (YSCATn): four rows at a time after a 4×4
+// transpose, the last rows mod 4 one at a time. Jumps to done.
+#define FLUSHROWS(off, YADDS, SCAT, l4, l1, done) \
 	MOVQ rows+16(FP), CX; \
 	XORQ R9, R9;          \
 	CMPQ CX, $4;          \
@@ -119,10 +140,7 @@ l4: \
 	VUNPCKHPD X6, X4, X1; \
 	VUNPCKLPD X7, X5, X2; \
 	VUNPCKHPD X7, X5, X3; \
-	YADD4(0, X0);         \
-	YADD4(40, X1);        \
-	YADD4(80, X2);        \
-	YADD4(120, X3);       \
+	YADDS;                \
 	ADDQ      $16, R9;    \
 	SUBQ      $4, CX;     \
 	CMPQ      CX, $4;     \
@@ -131,7 +149,7 @@ l1: \
 	TESTQ   CX, CX;       \
 	JZ      done;         \
 	VMOVUPS off(SP)(R9*4), X0; \
-	YSCATTER;             \
+	SCAT;                 \
 	ADDQ    $4, R9;       \
 	DECQ    CX;           \
 	JMP     l1
@@ -364,9 +382,10 @@ q4x3done:
 	VZEROUPPER
 	RET
 
-// Frame (q8avx2i8x4): column c's row scales at c·32, the row's own at
-// 160, its x8 block and dx at 192 + c·288 (+0, +256), the row sums (four
-// floats per row, columns 0..3; FLUSHROWS) at 1344.
+// Frame (q8avx2i8x2..x4, the four-column layout whatever the count):
+// column c's row scales at c·32, the row's own at 160, its x8 block and dx
+// at 192 + c·288 (+0, +256), the row sums (four floats per row, columns
+// 0..3; FLUSHROWS) at 1344.
 #define Q8ROWS 1344
 #define Q8X(c) (192+(c)*288)
 #define Q8DX(c) (192+(c)*288+256)
@@ -391,70 +410,112 @@ q4x3done:
 	VBROADCASTSS ((c)*32)(SP)(AX*1), Y9; \
 	VFMADD231PS  Y9, Y8, acc
 
+// Q8TAB writes column c's scale table for the row (row scales Y6 × its
+// activation scales) at c·32(SP).
+#define Q8TAB(c) \
+	VMULPS  Q8DX(c)(SP), Y6, Y7; \
+	VMOVUPS Y7, ((c)*32)(SP)
+
+// The Q8 column-count macros, each the one before plus a column (so
+// column c's instructions are the same at every count, and each column
+// keeps Dot's bits): Q8nCOLINS copy the first n columns into the frame,
+// Q8nTABS write their scale tables, Q8nZERO clears their accumulators
+// (Y0 upward) for a row, Q8nCOLS run a group of the row against them.
+// Q8nIDLE clears, once at entry, the accumulators of the columns past n,
+// which SUM4 still adds (into lanes no one reads): zeros, where stale
+// frame bytes could be denormals or NaNs.
+#define Q82COLINS Q8COLIN(0); Q8COLIN(1)
+#define Q83COLINS Q82COLINS; Q8COLIN(2)
+#define Q84COLINS Q83COLINS; Q8COLIN(3)
+#define Q82TABS Q8TAB(0); Q8TAB(1)
+#define Q83TABS Q82TABS; Q8TAB(2)
+#define Q84TABS Q83TABS; Q8TAB(3)
+#define Q82ZERO VXORPS Y0, Y0, Y0; VXORPS Y1, Y1, Y1
+#define Q83ZERO Q82ZERO; VXORPS Y2, Y2, Y2
+#define Q84ZERO Q83ZERO; VXORPS Y3, Y3, Y3
+#define Q82COLS Q8COL(0, Y0); Q8COL(1, Y1)
+#define Q83COLS Q82COLS; Q8COL(2, Y2)
+#define Q84COLS Q83COLS; Q8COL(3, Y3)
+#define Q82IDLE VXORPS Y2, Y2, Y2; VXORPS Y3, Y3, Y3
+#define Q83IDLE VXORPS Y3, Y3, Y3
+#define Q84IDLE
+
+// Q8XBODY is the whole Q8 kernel for the column count whose macros
+// COLINS, IDLE, TABS, ZERO, COLS, YADDS and SCAT are (Q8n…, YADDSn,
+// YSCATn); the other arguments are its labels, unique per expansion.
+// Each row: its scales, the columns' tables, one pass over its groups with
+// each weight vector loaded and its magnitude taken once for all the
+// columns, the row sums reduced (SUM4, the single-column kernel's order)
+// into the frame; FLUSHROWS adds them into the outputs at the end.
+#define Q8XBODY(COLINS, IDLE, TABS, ZERO, COLS, YADDS, SCAT, row, dwp, dwe, dwd, grp, fl4, fl1, done) \
+	MOVQ         sc+0(FP), SI;      \
+	MOVQ         data+8(FP), DI;    \
+	MOVQ         rows+16(FP), CX;   \
+	MOVQ         groups+24(FP), R8; \
+	MOVQ         cols+32(FP), BX;   \
+	COLINS;                         \
+	MOVL         $0x00010001, AX;   \
+	VMOVD        AX, X14;           \
+	VPBROADCASTD X14, Y14;          \
+	VXORPS       Y0, Y0, Y0;        \
+	VMOVUPS      Y0, 160(SP);       \
+	IDLE;                           \
+	XORQ         R9, R9;            \
+row: \
+	PREFETCHT0 (X4PFD)(DI);         \
+	PREFETCHT0 (X4PFD+64)(DI);      \
+	PREFETCHT0 (X4PFD+128)(DI);     \
+	PREFETCHT0 (X4PFD+192)(DI);     \
+	PREFETCHT0 (X4PFD/16)(SI);      \
+	ROWDW(dwp, dwe, dwd);           \
+	TABS;                           \
+	ZERO;                           \
+	XORQ    R11, R11;               \
+	XORQ    AX, AX;                 \
+	MOVQ    R8, DX;                 \
+grp: \
+	VMOVDQU (DI), Y4;               \
+	VPABSB  Y4, Y5;                 \
+	COLS;                           \
+	ADDQ    $32, DI;                \
+	ADDQ    $32, R11;               \
+	ADDQ    $4, AX;                 \
+	DECQ    DX;                     \
+	JNZ     grp;                    \
+	SUM4;                           \
+	VMOVUPS X8, Q8ROWS(SP)(R9*4);   \
+	LEAQ (SI)(R8*2), SI;            \
+	ADDQ $4, R9;                    \
+	DECQ CX;                        \
+	JNZ  row;                       \
+	FLUSHROWS(Q8ROWS, YADDS, SCAT, fl4, fl1, done)
+
 // func q8avx2i8x4(sc, data *byte, rows, groups int, cols *[4]vnniCol)
 //
 // cols[c].xl is column c's x8 (natural order) here; xh and c4 are unused.
 TEXT ·q8avx2i8x4(SB), $3392-40
-	MOVQ         sc+0(FP), SI
-	MOVQ         data+8(FP), DI
-	MOVQ         rows+16(FP), CX
-	MOVQ         groups+24(FP), R8
-	MOVQ         cols+32(FP), BX
-	Q8COLIN(0)
-	Q8COLIN(1)
-	Q8COLIN(2)
-	Q8COLIN(3)
-	MOVL         $0x00010001, AX
-	VMOVD        AX, X14
-	VPBROADCASTD X14, Y14
-	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, 160(SP)
-	XORQ         R9, R9
-
-q8x4row:
-	PREFETCHT0 (X4PFD)(DI)
-	PREFETCHT0 (X4PFD+64)(DI)
-	PREFETCHT0 (X4PFD+128)(DI)
-	PREFETCHT0 (X4PFD+192)(DI)
-	PREFETCHT0 (X4PFD/16)(SI)
-	ROWDW(q8x4dwp, q8x4dwe, q8x4dwd)
-	VMULPS  Q8DX(0)(SP), Y6, Y7
-	VMOVUPS Y7, 0(SP)
-	VMULPS  Q8DX(1)(SP), Y6, Y7
-	VMOVUPS Y7, 32(SP)
-	VMULPS  Q8DX(2)(SP), Y6, Y7
-	VMOVUPS Y7, 64(SP)
-	VMULPS  Q8DX(3)(SP), Y6, Y7
-	VMOVUPS Y7, 96(SP)
-	VXORPS  Y0, Y0, Y0
-	VXORPS  Y1, Y1, Y1
-	VXORPS  Y2, Y2, Y2
-	VXORPS  Y3, Y3, Y3
-	XORQ    R11, R11
-	XORQ    AX, AX
-	MOVQ    R8, DX
-
-q8x4grp:
-	VMOVDQU (DI), Y4
-	VPABSB  Y4, Y5
-	Q8COL(0, Y0)
-	Q8COL(1, Y1)
-	Q8COL(2, Y2)
-	Q8COL(3, Y3)
-	ADDQ    $32, DI
-	ADDQ    $32, R11
-	ADDQ    $4, AX
-	DECQ    DX
-	JNZ     q8x4grp
-
-	SUM4
-	VMOVUPS X8, Q8ROWS(SP)(R9*4)
-	LEAQ (SI)(R8*2), SI
-	ADDQ $4, R9
-	DECQ CX
-	JNZ  q8x4row
-	FLUSHROWS(Q8ROWS, q8x4flush4, q8x4flush1, q8x4done)
+	Q8XBODY(Q84COLINS, Q84IDLE, Q84TABS, Q84ZERO, Q84COLS, YADDS4, YSCAT4, q8x4row, q8x4dwp, q8x4dwe, q8x4dwd, q8x4grp, q8x4flush4, q8x4flush1, q8x4done)
 
 q8x4done:
+	VZEROUPPER
+	RET
+
+// q8avx2i8x2 and q8avx2i8x3 are q8avx2i8x4 for two and three columns (a
+// server tick with two or three clients decoding, a prompt's last B mod 4
+// columns), as q4avx2i8x2 and q4avx2i8x3 are for Q4: one pass over the
+// tile with the four-column kernel's look-ahead, where a call per column
+// (two columns) or a four-column pass with a repeated column (three) read
+// it before. Same frame as q8avx2i8x4.
+TEXT ·q8avx2i8x2(SB), $3392-40
+	Q8XBODY(Q82COLINS, Q82IDLE, Q82TABS, Q82ZERO, Q82COLS, YADDS2, YSCAT2, q8x2row, q8x2dwp, q8x2dwe, q8x2dwd, q8x2grp, q8x2flush4, q8x2flush1, q8x2done)
+
+q8x2done:
+	VZEROUPPER
+	RET
+
+TEXT ·q8avx2i8x3(SB), $3392-40
+	Q8XBODY(Q83COLINS, Q83IDLE, Q83TABS, Q83ZERO, Q83COLS, YADDS3, YSCAT3, q8x3row, q8x3dwp, q8x3dwe, q8x3dwd, q8x3grp, q8x3flush4, q8x3flush1, q8x3done)
+
+q8x3done:
 	VZEROUPPER
 	RET

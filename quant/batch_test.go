@@ -240,27 +240,30 @@ func TestDotBatchFullTilesSumAsDot(t *testing.T) {
 }
 
 // TestDotBatchPartialTilesSumAsDot extends TestDotBatchFullTilesSumAsDot to
-// every Q4_0 tile shape: any row count, short rows (fewer than 8 groups),
-// an odd group count (a lone last group) and pad nibbles (cols not a
-// multiple of 32) with live activations past the tile. avx2i8's Q4 kernels
-// share their arithmetic (q4rows_amd64.h: exact integer group sums, bias
-// included), and vnni's sum each column as its single-column kernel does,
-// so the multi-column kernels must give Dot's bits on all of them; batched
-// prefill of a model whose matrices end in a partial tile relies on it as
-// much as on full tiles.
+// every Q4_0 and Q8_0 tile shape: any row count, short rows (fewer than 8
+// groups), an odd group count (a lone last group) and pad weights (cols
+// not a multiple of 32) with live activations past the tile. avx2i8's Q4
+// kernels share their arithmetic (q4rows_amd64.h: exact integer group
+// sums, bias included), its Q8 kernels give each column its own lane with
+// the single-column kernel's sums, and vnni's sum each column as its
+// single-column kernel does, so the multi-column kernels must give Dot's
+// bits on all of them; batched prefill of a model whose matrices end in a
+// partial tile relies on it as much as on full tiles.
 func TestDotBatchPartialTilesSumAsDot(t *testing.T) {
 	withExactBatch(t, func(t *testing.T, k *Kernel) {
 		rng := rand.New(rand.NewPCG(25, 26))
-		for i := range 300 {
-			rows, cols := 1+rng.IntN(MaxTileRows), 1+rng.IntN(MaxTileCols)
-			if i%3 == 0 {
-				cols = GroupSize * (1 + rng.IntN(8)) // whole groups, short rows
-			}
-			tile := Encode(Q4_0, randWeights(rng, rows, cols), rows, cols, cols)
-			col := GroupSize * rng.IntN(9)
-			B := 2 + rng.IntN(7)
-			if j := batchDiffersFromDot(k, rng, &tile, col, B); j >= 0 {
-				t.Fatalf("tile %d (%dx%d at col %d) column %d of %d: DotBatch differs from Dot", i, rows, cols, col, j, B)
+		for _, typ := range []Type{Q4_0, Q8_0} {
+			for i := range 300 {
+				rows, cols := 1+rng.IntN(MaxTileRows), 1+rng.IntN(MaxTileCols)
+				if i%3 == 0 {
+					cols = GroupSize * (1 + rng.IntN(8)) // whole groups, short rows
+				}
+				tile := Encode(typ, randWeights(rng, rows, cols), rows, cols, cols)
+				col := GroupSize * rng.IntN(9)
+				B := 2 + rng.IntN(7)
+				if j := batchDiffersFromDot(k, rng, &tile, col, B); j >= 0 {
+					t.Fatalf("%s tile %d (%dx%d at col %d) column %d of %d: DotBatch differs from Dot", typ, i, rows, cols, col, j, B)
+				}
 			}
 		}
 	})
