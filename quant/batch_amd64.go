@@ -103,30 +103,89 @@ type vnniCol8 struct {
 //go:noescape
 func q8vnni512x4(sc, data *byte, rows, groups int, cols *[4]vnniCol8, k0, k1, k2, k3, kg int)
 
+// q8vnni512x2 and q8vnni512x3 are q8vnni512x4 for two and three columns;
+// x2's rows must be a positive multiple of 8.
+//
+//go:noescape
+func q8vnni512x2(sc, data *byte, rows, groups int, cols *[2]vnniCol8, k0, k1, k2, k3, kg int)
+
+//go:noescape
+func q8vnni512x3(sc, data *byte, rows, groups int, cols *[3]vnniCol8, k0, k1, k2, k3, kg int)
+
 // dotQ8VNNI512Batch is dotQ4VNNI512Batch for Q8_0.
 func dotQ8VNNI512Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {
+	q8VNNI512Batch(t, xs, col, ys, false)
+}
+
+// dotQ8VNNI512BatchX is dotQ4VNNI512BatchX for Q8_0: the vnnipair path's,
+// with the last two or three columns through q8vnni512x2 or q8vnni512x3.
+func dotQ8VNNI512BatchX(t *Tile, xs []*Vec, col int, ys [][]float32) {
+	q8VNNI512Batch(t, xs, col, ys, true)
+}
+
+// q8VNNI512Batch is q4VNNI512Batch for Q8_0: four columns at a time, with
+// multi the last two or three through the two- and three-column kernels,
+// the rows past each kernel's row block and any other columns through the
+// single-column kernel.
+func q8VNNI512Batch(t *Tile, xs []*Vec, col int, ys [][]float32, multi bool) {
 	g, g0 := Groups(t.Cols), col/GroupSize
-	m := func(b int) int { return lowBits(8 * min(max(g-2*b, 0), 2)) }
-	rows4 := t.Rows &^ 3
+	k0, k1, k2, k3, kg := q8Masks(g)
+	rows4, rows8 := t.Rows&^3, t.Rows&^7
 	j := 0
 	for ; j+4 <= len(xs) && rows4 > 0; j += 4 {
 		var cs [4]vnniCol8
-		for i := range cs {
-			x := xs[j+i]
-			cs[i] = vnniCol8{&x.q8[g0*GroupSize], &x.c8[g0*8], &x.dx[g0], &ys[j+i][0]}
-		}
-		q8vnni512x4(&t.Scales[0], &t.Data[0], rows4, g, &cs, m(0), m(1), m(2), m(3), lowBits(g))
-		if rows4 == t.Rows {
-			continue
-		}
-		for i := range 4 {
-			x := xs[j+i]
-			q8vnni512(&t.Scales[rows4*g*2], &t.Data[rows4*g*32], t.Rows-rows4, g, &x.q8[g0*GroupSize], &x.c8[g0*8],
-				&x.dx[g0], &ys[j+i][rows4], m(0), m(1), m(2), m(3), lowBits(g))
-		}
+		vnniColumns8(cs[:], xs[j:], g0, ys[j:])
+		q8vnni512x4(&t.Scales[0], &t.Data[0], rows4, g, &cs, k0, k1, k2, k3, kg)
+		vnniRowTail8(t, xs[j:j+4], g0, ys[j:], rows4)
+	}
+	switch n := len(xs) - j; {
+	case multi && n == 3 && rows4 > 0:
+		var cs [3]vnniCol8
+		vnniColumns8(cs[:], xs[j:], g0, ys[j:])
+		q8vnni512x3(&t.Scales[0], &t.Data[0], rows4, g, &cs, k0, k1, k2, k3, kg)
+		vnniRowTail8(t, xs[j:], g0, ys[j:], rows4)
+		return
+	case multi && n == 2 && rows8 > 0:
+		var cs [2]vnniCol8
+		vnniColumns8(cs[:], xs[j:], g0, ys[j:])
+		q8vnni512x2(&t.Scales[0], &t.Data[0], rows8, g, &cs, k0, k1, k2, k3, kg)
+		vnniRowTail8(t, xs[j:], g0, ys[j:], rows8)
+		return
 	}
 	for ; j < len(xs); j++ {
 		dotQ8VNNI512(t, xs[j], col, ys[j])
+	}
+}
+
+// q8Masks are the Q8 vnni kernels' k-register masks for rows of g groups:
+// one per 64-byte block of two groups (eight dword lanes per group), and
+// kg over the row's g scales.
+func q8Masks(g int) (k0, k1, k2, k3, kg int) {
+	m := func(b int) int { return lowBits(8 * min(max(g-2*b, 0), 2)) }
+	return m(0), m(1), m(2), m(3), lowBits(g)
+}
+
+// vnniColumns8 is q4Columns for the Q8 vnni kernels' records: each
+// column's natural-order int8 values, bias lanes and scales from group g0
+// on, and its output.
+func vnniColumns8(cs []vnniCol8, xs []*Vec, g0 int, ys [][]float32) {
+	for i := range cs {
+		x := xs[i]
+		cs[i] = vnniCol8{&x.q8[g0*GroupSize], &x.c8[g0*8], &x.dx[g0], &ys[i][0]}
+	}
+}
+
+// vnniRowTail8 is vnniRowTail for a Q8_0 tile: rows [from, t.Rows) times
+// each column of xs into ys, through the single-column kernel.
+func vnniRowTail8(t *Tile, xs []*Vec, g0 int, ys [][]float32, from int) {
+	if from == t.Rows {
+		return
+	}
+	g := Groups(t.Cols)
+	k0, k1, k2, k3, kg := q8Masks(g)
+	for i, x := range xs {
+		q8vnni512(&t.Scales[from*g*2], &t.Data[from*g*32], t.Rows-from, g, &x.q8[g0*GroupSize], &x.c8[g0*8],
+			&x.dx[g0], &ys[i][from], k0, k1, k2, k3, kg)
 	}
 }
 

@@ -2,8 +2,9 @@
 
 #include "textflag.h"
 
-// Multi-column AVX-512 VNNI kernels for DotBatch: one Q4_0 or Q8_0 tile against four
-// prepared int8 activation columns at once. Each weight row is loaded and
+// Multi-column AVX-512 VNNI kernels for DotBatch: one Q4_0 or Q8_0 tile
+// against four prepared int8 activation columns at once (and, for the
+// vnnipair path's last columns of a batch, two or three). Each weight row is loaded and
 // split into nibbles once for all four columns (the single-column kernel
 // does that per column), and four rows × four columns of accumulators are
 // reduced together, sixteen sums in one tree. Activations are memory
@@ -188,6 +189,36 @@ GLOBL xrowperm<>(SB), RODATA|NOPTR, $64
 	SHLQ         $4, R11; \
 	XORQ         R9, R9
 
+// X8PROLOGUE loads q8vnni512x{2,3,4}'s arguments and constants (defined
+// here, before the first TEXT, for go vet's frame-offset check).
+#define X8PROLOGUE \
+	MOVQ         sc+0(FP), SI; \
+	MOVQ         data+8(FP), DI; \
+	MOVQ         rows+16(FP), CX; \
+	MOVQ         groups+24(FP), R8; \
+	MOVQ         cols+32(FP), BX; \
+	MOVQ         k0+40(FP), AX; \
+	KMOVW        AX, K1; \
+	MOVQ         k1+48(FP), AX; \
+	KMOVW        AX, K2; \
+	MOVQ         k2+56(FP), AX; \
+	KMOVW        AX, K4; \
+	MOVQ         k3+64(FP), AX; \
+	KMOVW        AX, K5; \
+	MOVQ         kg+72(FP), AX; \
+	KMOVW        AX, K3; \
+	MOVL         $0x80808080, AX; \
+	VPBROADCASTD AX, Z31; \
+	VMOVDQU32    xidx80<>(SB), Z27; \
+	VMOVDQU32    xidx81<>(SB), Z28; \
+	VMOVDQU32    xidx82<>(SB), Z29; \
+	VMOVDQU32    xidx83<>(SB), Z30; \
+	VMOVDQU32    xrowperm<>(SB), Z26; \
+	LEAQ         (R8)(R8*1), R10; \
+	MOVQ         R8, R11; \
+	SHLQ         $5, R11; \
+	XORQ         R9, R9
+
 // func q4vnni512x2(sc, data *byte, rows, groups int, cols *[2]vnniCol, k0, k1, kg int)
 //
 // q4vnni512x4 for two columns: eight rows × two columns fill the sixteen
@@ -312,11 +343,20 @@ x4loop:
 	BLK8(128, K4, Z5, Z29, acc); \
 	BLK8(192, K5, Z6, Z30, acc)
 
-#define ROW8X4(a0, a1, a2, a3) \
+// ROW8X2, ROW8X3 and ROW8X4 run LOADROW8 and two, three or four
+// columns, the accumulator of column j being aj (column j's vnniCol8 at
+// 32j(BX)); as ROW2..ROW4, each adds a column to the one before.
+#define ROW8X2(a0, a1) \
 	LOADROW8; \
 	COL8(0, 8, 16, a0); \
-	COL8(32, 40, 48, a1); \
-	COL8(64, 72, 80, a2); \
+	COL8(32, 40, 48, a1)
+
+#define ROW8X3(a0, a1, a2) \
+	ROW8X2(a0, a1); \
+	COL8(64, 72, 80, a2)
+
+#define ROW8X4(a0, a1, a2, a3) \
+	ROW8X3(a0, a1, a2); \
 	COL8(96, 104, 112, a3)
 
 // STORE8 is STORE for the Q8 records (y at +24).
@@ -326,37 +366,66 @@ x4loop:
 	VADDPS        (AX)(R9*1), X24, X24; \
 	VMOVUPS       X24, (AX)(R9*1)
 
+// func q8vnni512x2(sc, data *byte, rows, groups int, cols *[2]vnniCol8, k0, k1, k2, k3, kg int)
+//
+// q8vnni512x4 for two columns, as q4vnni512x2 is for Q4: eight rows × two
+// columns fill the sixteen accumulators (column j's row r in Z8+8j+r), so
+// rows must be a positive multiple of 8. Each column's sums go through
+// COL8 and XTREE as in q8vnni512x4, so they keep Dot's bits.
+TEXT ·q8vnni512x2(SB), NOSPLIT, $0-80
+	X8PROLOGUE
+
+x8x2loop:
+	ROW8X2(Z8, Z16)
+	ROW8X2(Z9, Z17)
+	ROW8X2(Z10, Z18)
+	ROW8X2(Z11, Z19)
+	ROW8X2(Z12, Z20)
+	ROW8X2(Z13, Z21)
+	ROW8X2(Z14, Z22)
+	ROW8X2(Z15, Z23)
+	XTREE(Z26)
+	STORE8R(0, 24)
+	STORE8R(1, 56)
+	ADDQ         $32, R9
+	SUBQ         $8, CX
+	JNZ          x8x2loop
+	VZEROUPPER
+	RET
+
+// func q8vnni512x3(sc, data *byte, rows, groups int, cols *[3]vnniCol8, k0, k1, k2, k3, kg int)
+//
+// q8vnni512x4 without its fourth column: Z20–Z23, zeroed once, stay zero
+// through the tree (lanes 12–15, not stored). rows must be a positive
+// multiple of 4.
+TEXT ·q8vnni512x3(SB), NOSPLIT, $0-80
+	X8PROLOGUE
+	VPXORD       Z20, Z20, Z20
+	VPXORD       Z21, Z21, Z21
+	VPXORD       Z22, Z22, Z22
+	VPXORD       Z23, Z23, Z23
+
+x8x3loop:
+	ROW8X3(Z8, Z12, Z16)
+	ROW8X3(Z9, Z13, Z17)
+	ROW8X3(Z10, Z14, Z18)
+	ROW8X3(Z11, Z15, Z19)
+	XTREE(Z26)
+	STORE8(0, 24)
+	STORE8(1, 56)
+	STORE8(2, 88)
+	ADDQ         $16, R9
+	SUBQ         $4, CX
+	JNZ          x8x3loop
+	VZEROUPPER
+	RET
+
 // func q8vnni512x4(sc, data *byte, rows, groups int, cols *[4]vnniCol8, k0, k1, k2, k3, kg int)
 //
 // rows must be a positive multiple of 4; vnniCol8 is {x8, c8, dx, y}
 // (32 bytes), pointers already offset to the tile's first group and row.
 TEXT ·q8vnni512x4(SB), NOSPLIT, $0-80
-	MOVQ         sc+0(FP), SI
-	MOVQ         data+8(FP), DI
-	MOVQ         rows+16(FP), CX
-	MOVQ         groups+24(FP), R8
-	MOVQ         cols+32(FP), BX
-	MOVQ         k0+40(FP), AX
-	KMOVW        AX, K1
-	MOVQ         k1+48(FP), AX
-	KMOVW        AX, K2
-	MOVQ         k2+56(FP), AX
-	KMOVW        AX, K4
-	MOVQ         k3+64(FP), AX
-	KMOVW        AX, K5
-	MOVQ         kg+72(FP), AX
-	KMOVW        AX, K3
-	MOVL         $0x80808080, AX
-	VPBROADCASTD AX, Z31
-	VMOVDQU32    xidx80<>(SB), Z27
-	VMOVDQU32    xidx81<>(SB), Z28
-	VMOVDQU32    xidx82<>(SB), Z29
-	VMOVDQU32    xidx83<>(SB), Z30
-	VMOVDQU32    xrowperm<>(SB), Z26
-	LEAQ         (R8)(R8*1), R10
-	MOVQ         R8, R11
-	SHLQ         $5, R11
-	XORQ         R9, R9
+	X8PROLOGUE
 
 x8loop:
 	ROW8X4(Z8, Z12, Z16, Z20)

@@ -96,7 +96,8 @@ func archKernels(f CPUFeatures) []*Kernel {
 		// --kernel) and vnni stays the default until it is
 		// (docs/PERFORMANCE.md, "Session 11").
 		pair := *vnni
-		pair.name, pair.q4pair, pair.q4batch = "vnnipair", dotQ4VNNI512Pair, dotQ4VNNI512BatchX
+		pair.name, pair.q4pair = "vnnipair", dotQ4VNNI512Pair
+		pair.q4batch, pair.q8batch = dotQ4VNNI512BatchX, dotQ8VNNI512BatchX
 		ks = append(ks, &pair, vnni)
 	}
 	return ks
@@ -155,10 +156,9 @@ func dotQ4VNNI512Pair(a, b *Tile, x *Vec, col int, ya, yb []float32) {
 
 func dotQ8VNNI512(t *Tile, x *Vec, col int, y []float32) {
 	g, g0 := Groups(t.Cols), col/GroupSize
-	// Blocks of two groups; a 16-bit mask has eight dword lanes per group.
-	m := func(b int) int { return lowBits(8 * min(max(g-2*b, 0), 2)) }
+	k0, k1, k2, k3, kg := q8Masks(g)
 	q8vnni512(&t.Scales[0], &t.Data[0], t.Rows, g, &x.q8[g0*GroupSize], &x.c8[g0*8], &x.dx[g0], &y[0],
-		m(0), m(1), m(2), m(3), lowBits(g))
+		k0, k1, k2, k3, kg)
 }
 
 func quantizeVNNI(v *Vec, g int) {
