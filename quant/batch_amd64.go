@@ -357,7 +357,9 @@ func q8Columns(cs []vnniCol, xs []*Vec, g0 int, ys [][]float32) {
 // own lane and the single-column kernel's arithmetic, so every column
 // keeps Dot's bits. One pass over the tile keeps the DRAM stream going
 // where a call per column stalled it (docs/PERFORMANCE.md, "Session 12:
-// Q8_0 two- and three-column kernels").
+// Q8_0 two- and three-column kernels"). Spelled out beside
+// dotQ4AVX2I8Batch, not shared with it: a helper taking the kernels as
+// func values would make the calls indirect and the column arrays escape.
 func dotQ8AVX2I8Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {
 	g, g0 := Groups(t.Cols), col/GroupSize
 	j := 0

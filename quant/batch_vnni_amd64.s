@@ -166,8 +166,11 @@ GLOBL xrowperm<>(SB), RODATA|NOPTR, $64
 	VADDPS        (AX)(R9*1), Y24, Y24; \
 	VMOVUPS       Y24, (AX)(R9*1)
 
-// XPROLOGUE loads q4vnni512x{2,3,4}'s arguments and constants.
-#define XPROLOGUE \
+// XARGS loads the arguments every multi-column vnni kernel takes first
+// (sc, data, rows, groups, cols, and masks k0, k1 into K1, K2). The
+// prologues are defined here, before the first TEXT, for go vet's
+// frame-offset check.
+#define XARGS \
 	MOVQ         sc+0(FP), SI; \
 	MOVQ         data+8(FP), DI; \
 	MOVQ         rows+16(FP), CX; \
@@ -176,7 +179,11 @@ GLOBL xrowperm<>(SB), RODATA|NOPTR, $64
 	MOVQ         k0+40(FP), AX; \
 	KMOVW        AX, K1; \
 	MOVQ         k1+48(FP), AX; \
-	KMOVW        AX, K2; \
+	KMOVW        AX, K2
+
+// XPROLOGUE loads q4vnni512x{2,3,4}'s arguments and constants.
+#define XPROLOGUE \
+	XARGS; \
 	MOVQ         kg+56(FP), AX; \
 	KMOVW        AX, K3; \
 	MOVL         $0x0f0f0f0f, AX; \
@@ -189,18 +196,9 @@ GLOBL xrowperm<>(SB), RODATA|NOPTR, $64
 	SHLQ         $4, R11; \
 	XORQ         R9, R9
 
-// X8PROLOGUE loads q8vnni512x{2,3,4}'s arguments and constants (defined
-// here, before the first TEXT, for go vet's frame-offset check).
+// X8PROLOGUE loads q8vnni512x{2,3,4}'s arguments and constants.
 #define X8PROLOGUE \
-	MOVQ         sc+0(FP), SI; \
-	MOVQ         data+8(FP), DI; \
-	MOVQ         rows+16(FP), CX; \
-	MOVQ         groups+24(FP), R8; \
-	MOVQ         cols+32(FP), BX; \
-	MOVQ         k0+40(FP), AX; \
-	KMOVW        AX, K1; \
-	MOVQ         k1+48(FP), AX; \
-	KMOVW        AX, K2; \
+	XARGS; \
 	MOVQ         k2+56(FP), AX; \
 	KMOVW        AX, K4; \
 	MOVQ         k3+64(FP), AX; \
