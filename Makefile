@@ -35,11 +35,11 @@ fuzz-short:
 # The README's test command; .ci/run calls exactly this.
 test: vet test-unit test-noasm fuzz-short
 
-# quant's AVX-512 kernels (avx512, vnni, vnnipair) against Dot and the
+# quant's AVX-512 kernels (avx512, vnni, vnnipair, vnnirl) against Dot and the
 # oracle on an emulated Tiger Lake (scripts/avx512-emu.sh: Bochs, installed
 # from Debian on first use), for CPUs without AVX-512. Not part of `test`:
 # minutes of emulation. AVX512_RUN picks the tests (go test -run syntax).
-AVX512_RUN ?= ^(TestDotPairMatchesDot|TestDotBatchFullTilesSumAsDot|TestDotBatchPartialTilesSumAsDot|TestDotBatchNoAllocs|TestNoAllocs|TestQuantizeAsmMatchesGo|TestKernelList|TestStripeMatchesDot|TestVecReuse|TestQ4KernelsAtEveryStackAlignment)$$/^(avx512|vnni|vnnipair)$$
+AVX512_RUN ?= ^(TestDotPairMatchesDot|TestDotBatchFullTilesSumAsDot|TestDotBatchPartialTilesSumAsDot|TestDotBatchNoAllocs|TestNoAllocs|TestQuantizeAsmMatchesGo|TestKernelList|TestStripeMatchesDot|TestVecReuse|TestQ4KernelsAtEveryStackAlignment)$$/^(avx512|vnni|vnnipair|vnnirl)$$
 test-avx512:
 	CGO_ENABLED=0 $(GO) test -c -o bin/quant-avx512.test ./quant
 	./scripts/avx512-emu.sh bin/quant-avx512.test -test.v -test.short -test.run '$(AVX512_RUN)'

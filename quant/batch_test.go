@@ -190,7 +190,7 @@ func batchDiffersFromDot(k *Kernel, rng *rand.Rand, tile *Tile, col, B int) int 
 // exactBatchKernels are the int8 paths whose multi-column kernels promise
 // Dot's bits (avx2i8's, vnni's and vnnipair's); withExactBatch runs f under
 // each this CPU has.
-var exactBatchKernels = []string{"avx2i8", "vnni", "vnnipair"}
+var exactBatchKernels = []string{"avx2i8", "vnni", "vnnipair", "vnnirl"}
 
 func withExactBatch(t *testing.T, f func(t *testing.T, k *Kernel)) {
 	for _, name := range exactBatchKernels {

@@ -98,7 +98,15 @@ func archKernels(f CPUFeatures) []*Kernel {
 		pair := *vnni
 		pair.name, pair.q4pair = "vnnipair", dotQ4VNNI512Pair
 		pair.q4batch, pair.q8batch = dotQ4VNNI512BatchX, dotQ8VNNI512BatchX
-		ks = append(ks, &pair, vnni)
+		// vnnirl is vnni with the avx2i8 path's arithmetic order for Q4_0
+		// (the rows as lanes: exact integer group sums, one float step per
+		// four rows), about two thirds of vnni's vector µops per
+		// four-column step in LLVM's Sapphire Rapids and Zen 4 models
+		// (docs/PERFORMANCE.md, "Session 12"); other bits than vnni's,
+		// not yet measured, so chosen by name.
+		rl := *vnni
+		rl.name, rl.q4, rl.q4batch = "vnnirl", dotQ4VNNIRL, dotQ4VNNIRLBatch
+		ks = append(ks, &rl, &pair, vnni)
 	}
 	return ks
 }

@@ -11,7 +11,7 @@ import (
 
 // allPaths are the kernel names the issue asks for; a path the CPU or the
 // build lacks is skipped, not failed.
-var allPaths = []string{"scalar", "avx2", "avx2i8", "avxvnni", "avx512", "vnnipair", "vnni"}
+var allPaths = []string{"scalar", "avx2", "avx2i8", "avxvnni", "avx512", "vnnirl", "vnnipair", "vnni"}
 
 // withKernel runs f under each available path.
 func withKernel(t *testing.T, f func(t *testing.T, k *Kernel)) {
@@ -408,7 +408,7 @@ func TestKernelList(t *testing.T) {
 		if err != nil || k != ks[i] || k.Name() != n {
 			t.Fatalf("KernelByName(%s) = %v, %v", n, k, err)
 		}
-		if k.QuantizesActivations() != (n == "vnni" || n == "vnnipair" || n == "avxvnni" || n == "avx2i8") {
+		if k.QuantizesActivations() != (n == "vnni" || n == "vnnipair" || n == "vnnirl" || n == "avxvnni" || n == "avx2i8") {
 			t.Fatalf("%s: QuantizesActivations = %v", n, k.QuantizesActivations())
 		}
 	}

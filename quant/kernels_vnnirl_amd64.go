@@ -1,0 +1,52 @@
+//go:build !noasm
+
+package quant
+
+// q4vnnirl is the vnnirl path's single-column Q4_0 kernel and q4vnnirlx4
+// its four-column one (kernels_vnnirl_amd64.s): AVX-512 VNNI with the rows
+// as lanes, the avx2i8 path's arithmetic order at 512 bits.
+//
+//go:noescape
+func q4vnnirl(sc, data *byte, rows, groups int, xl, xh *int8, c4 *int32, dx, y *float32, k0, k1, kg int)
+
+//go:noescape
+func q4vnnirlx4(sc, data *byte, rows, groups int, cols *[4]vnniCol, k0, k1, kg int)
+
+// vnniBlockMasks are the dword masks of a row's two 64-byte blocks of
+// Q4_0 data (four groups each) and the group mask, for g groups.
+func vnniBlockMasks(g int) (k0, k1, kg int) {
+	return lowBits(4 * min(g, 4)), lowBits(4 * (g - 4)), lowBits(g)
+}
+
+func dotQ4VNNIRL(t *Tile, x *Vec, col int, y []float32) {
+	g, g0 := Groups(t.Cols), col/GroupSize
+	k0, k1, kg := vnniBlockMasks(g)
+	q4vnnirl(&t.Scales[0], &t.Data[0], t.Rows, g, &x.xl[g0*16], &x.xh[g0*16], &x.c4[g0*4], &x.dx[g0], &y[0], k0, k1, kg)
+}
+
+// dotQ4VNNIRLBatch is the vnnirl path's DotBatch for Q4_0: four columns at
+// a time through q4vnnirlx4 (rows past a multiple of 4 through the
+// single-column kernel per column), the last B mod 4 columns through the
+// single-column kernel. Both expand the same arithmetic, so every column
+// gets Dot's bits.
+func dotQ4VNNIRLBatch(t *Tile, xs []*Vec, col int, ys [][]float32) {
+	g, g0 := Groups(t.Cols), col/GroupSize
+	k0, k1, kg := vnniBlockMasks(g)
+	rows4 := t.Rows &^ 3
+	j := 0
+	for ; j+4 <= len(xs) && rows4 > 0; j += 4 {
+		var cs [4]vnniCol
+		q4Columns(cs[:], xs[j:], g0, ys[j:])
+		q4vnnirlx4(&t.Scales[0], &t.Data[0], rows4, g, &cs, k0, k1, kg)
+		if rows4 == t.Rows {
+			continue
+		}
+		for i, x := range xs[j : j+4] {
+			q4vnnirl(&t.Scales[rows4*g*2], &t.Data[rows4*g*16], t.Rows-rows4, g, &x.xl[g0*16], &x.xh[g0*16],
+				&x.c4[g0*4], &x.dx[g0], &ys[j+i][rows4], k0, k1, kg)
+		}
+	}
+	for ; j < len(xs); j++ {
+		dotQ4VNNIRL(t, xs[j], col, ys[j])
+	}
+}
