@@ -10,7 +10,7 @@
 #      with P = 1 the prompt test (--prompt PROMPT) runs too
 #   3. print per configuration each kernel's median tok/s and the median of
 #      its per-round ratios to the first kernel (> 1: faster than it)
-# Environment: KERNELS ("vnni vnnipair": the first is the baseline), THREADS
+# Environment: KERNELS ("vnni vnnipair vnnirl": the first is the baseline), THREADS
 # ("1 2"), PARALLEL ("1 2 3"), TOKENS (64), PROMPT (512; 0 skips), RUNS (3),
 # ROUNDS (4), GEOMETRY (tinyllama), OUT (bench/out), MODEL. A kernel this CPU
 # lacks stops the script with exit 2 before any run. Raw results:
@@ -20,7 +20,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 out="${OUT:-$here/out}"
-kernels="${KERNELS:-vnni vnnipair}"
+kernels="${KERNELS:-vnni vnnipair vnnirl}"
 threads="${THREADS:-1 2}"
 parallel="${PARALLEL:-1 2 3}"
 tokens="${TOKENS:-64}"
