@@ -12,6 +12,16 @@ func q4vnnirl(sc, data *byte, rows, groups int, xl, xh *int8, c4 *int32, dx, y *
 //go:noescape
 func q4vnnirlx4(sc, data *byte, rows, groups int, cols *[4]vnniCol, k0, k1, kg int)
 
+// q4vnnirlx2 and q4vnnirlx3 are q4vnnirlx4 for a batch's last two or three
+// columns, one pass over the tile where single-column calls would mix its
+// rows once per column.
+//
+//go:noescape
+func q4vnnirlx2(sc, data *byte, rows, groups int, cols *[2]vnniCol, k0, k1, kg int)
+
+//go:noescape
+func q4vnnirlx3(sc, data *byte, rows, groups int, cols *[3]vnniCol, k0, k1, kg int)
+
 // vnniBlockMasks are the dword masks of a row's two 64-byte blocks of
 // Q4_0 data (four groups each) and the group mask, for g groups.
 func vnniBlockMasks(g int) (k0, k1, kg int) {
@@ -25,28 +35,42 @@ func dotQ4VNNIRL(t *Tile, x *Vec, col int, y []float32) {
 }
 
 // dotQ4VNNIRLBatch is the vnnirl path's DotBatch for Q4_0: four columns at
-// a time through q4vnnirlx4 (rows past a multiple of 4 through the
-// single-column kernel per column), the last B mod 4 columns through the
-// single-column kernel. Both expand the same arithmetic, so every column
-// gets Dot's bits.
+// a time through q4vnnirlx4, the last two or three through q4vnnirlx2 or
+// q4vnnirlx3, a last single one through the single-column kernel; rows
+// past a multiple of 4 go through the single-column kernel per column.
+// All expand the same arithmetic, so every column gets Dot's bits.
 func dotQ4VNNIRLBatch(t *Tile, xs []*Vec, col int, ys [][]float32) {
 	g, g0 := Groups(t.Cols), col/GroupSize
 	k0, k1, kg := vnniBlockMasks(g)
 	rows4 := t.Rows &^ 3
-	j := 0
-	for ; j+4 <= len(xs) && rows4 > 0; j += 4 {
-		var cs [4]vnniCol
-		q4Columns(cs[:], xs[j:], g0, ys[j:])
-		q4vnnirlx4(&t.Scales[0], &t.Data[0], rows4, g, &cs, k0, k1, kg)
-		if rows4 == t.Rows {
-			continue
+	if rows4 == 0 {
+		for j := range xs {
+			dotQ4VNNIRL(t, xs[j], col, ys[j])
 		}
-		for i, x := range xs[j : j+4] {
-			q4vnnirl(&t.Scales[rows4*g*2], &t.Data[rows4*g*16], t.Rows-rows4, g, &x.xl[g0*16], &x.xh[g0*16],
-				&x.c4[g0*4], &x.dx[g0], &ys[j+i][rows4], k0, k1, kg)
-		}
+		return
 	}
-	for ; j < len(xs); j++ {
-		dotQ4VNNIRL(t, xs[j], col, ys[j])
+	for j := 0; j < len(xs); {
+		n := min(4, len(xs)-j)
+		if n == 1 {
+			dotQ4VNNIRL(t, xs[j], col, ys[j])
+			return
+		}
+		var cs [4]vnniCol
+		q4Columns(cs[:n], xs[j:], g0, ys[j:])
+		switch n {
+		case 4:
+			q4vnnirlx4(&t.Scales[0], &t.Data[0], rows4, g, &cs, k0, k1, kg)
+		case 3:
+			q4vnnirlx3(&t.Scales[0], &t.Data[0], rows4, g, (*[3]vnniCol)(cs[:3]), k0, k1, kg)
+		case 2:
+			q4vnnirlx2(&t.Scales[0], &t.Data[0], rows4, g, (*[2]vnniCol)(cs[:2]), k0, k1, kg)
+		}
+		if rows4 < t.Rows {
+			for i, x := range xs[j : j+n] {
+				q4vnnirl(&t.Scales[rows4*g*2], &t.Data[rows4*g*16], t.Rows-rows4, g, &x.xl[g0*16], &x.xh[g0*16],
+					&x.c4[g0*4], &x.dx[g0], &ys[j+i][rows4], k0, k1, kg)
+			}
+		}
+		j += n
 	}
 }

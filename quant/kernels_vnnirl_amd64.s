@@ -104,6 +104,27 @@ GIDX(rlg1<>, 4, 5, 6, 7)
 	VMOVDQU32    rsidx1<>(SB), Z25;     \
 	VPERMI2PS    Z18, Z16, Z25
 
+// RLPF prefetches ahead in the quad's four row streams as vnni's Q4ROW does
+// per row: into L1 2 KiB ahead and into L2 8 KiB ahead (tiles of a stripe
+// are contiguous, so near a tile's end these reach the next tile).
+#define RLPF \
+	PREFETCHT0 2048(DI);          \
+	PREFETCHT0 2112(DI);          \
+	PREFETCHT1 8192(DI);          \
+	PREFETCHT1 8256(DI);          \
+	PREFETCHT0 2048(DI)(R11*1);   \
+	PREFETCHT0 2112(DI)(R11*1);   \
+	PREFETCHT1 8192(DI)(R11*1);   \
+	PREFETCHT1 8256(DI)(R11*1);   \
+	PREFETCHT0 2048(DI)(R11*2);   \
+	PREFETCHT0 2112(DI)(R11*2);   \
+	PREFETCHT1 8192(DI)(R11*2);   \
+	PREFETCHT1 8256(DI)(R11*2);   \
+	PREFETCHT0 2048(DI)(R12*1);   \
+	PREFETCHT0 2112(DI)(R12*1);   \
+	PREFETCHT1 8192(DI)(R12*1);   \
+	PREFETCHT1 8256(DI)(R12*1)
+
 // RLMIX loads block b of four rows (at DI, R11 bytes apart, R12 = 3·R11)
 // under the block's dword mask kb, mixes them into C0..C3 (Z8, Z10, Z12,
 // Z14) and splits each into low and high nibbles (Z8/Z9 … Z14/Z15). K4 =
@@ -156,6 +177,7 @@ GIDX(rlg1<>, 4, 5, 6, 7)
 // RLQUAD computes four rows (scales at SI, data at DI) against column
 // block 0 into f (lane 4g+j: row j, groups g and g+4) and advances SI, DI.
 #define RLQUAD(f) \
+	RLPF;                       \
 	RLSCALES;                   \
 	RLMIX(0, K1);               \
 	RLDOT(0, 0, Z24);           \
@@ -200,6 +222,57 @@ GIDX(rlg1<>, 4, 5, 6, 7)
 	LEAQ         (R11)(R11*2), R12; \
 	LEAQ         63(SP), BX;   \
 	ANDQ         $~63, BX
+
+// RLDOTCOL runs block b of the mixed rows against column block c's
+// activations and adds it into f (b = 0: a multiply).
+#define RLCOL0(c, f) \
+	RLDOT((c)*RLCOL, 0, Z24); \
+	VMULPS Z21, Z20, f
+
+#define RLCOL1(c, f) \
+	RLDOT((c)*RLCOL, 1, Z25); \
+	VFMADD231PS Z21, Z20, f
+
+// RLSTORE adds lanes 4c..4c+3 of Z0 (column c's four rows) into its y at
+// R9 (the vnniCol records at R15). Clobbers AX, X1.
+#define RLSTORE(c) \
+	VEXTRACTF32X4 $c, Z0, X1;          \
+	MOVQ          (40*(c)+32)(R15), AX; \
+	VADDPS        (AX)(R9*1), X1, X1;  \
+	VMOVUPS       X1, (AX)(R9*1)
+
+// RLPREPCOL prepares column c's block from its vnniCol record at R15.
+// Clobbers AX, DX, R13, R14.
+#define RLPREPCOL(c) \
+	MOVQ (40*(c))(R15), AX;    \
+	MOVQ (40*(c)+8)(R15), DX;  \
+	MOVQ (40*(c)+16)(R15), R13; \
+	MOVQ (40*(c)+24)(R15), R14; \
+	RLPREP((c)*RLCOL, AX, DX, R13, R14)
+
+// RLXARGS loads a multi-column kernel's arguments and constants.
+#define RLXARGS \
+	MOVQ sc+0(FP), SI;     \
+	MOVQ data+8(FP), DI;   \
+	MOVQ rows+16(FP), CX;  \
+	MOVQ groups+24(FP), R8; \
+	MOVQ cols+32(FP), R15; \
+	MOVQ k0+40(FP), AX;    \
+	MOVQ k1+48(FP), DX;    \
+	MOVQ kg+56(FP), R13;   \
+	RLCONSTS
+
+// RLNEXT advances SI, DI past the quad and leaves its tree in Z0.
+#define RLNEXT \
+	LEAQ (SI)(R10*4), SI; \
+	LEAQ (DI)(R11*4), DI; \
+	RLTREE
+
+// RLSTORE0 adds lanes 0..3 of Z0 (column 0's four rows) into its y at R9.
+#define RLSTORE0 \
+	MOVQ    32(R15), AX;       \
+	VADDPS  (AX)(R9*1), X0, X1; \
+	VMOVUPS X1, (AX)(R9*1)
 
 // func q4vnnirl(sc, data *byte, rows, groups int, xl, xh *int8, c4 *int32, dx, y *float32, k0, k1, kg int)
 //
@@ -306,62 +379,21 @@ rldone:
 	VZEROUPPER
 	RET
 
-// RLDOTCOL runs block b of the mixed rows against column block c's
-// activations and adds it into f (b = 0: a multiply).
-#define RLCOL0(c, f) \
-	RLDOT((c)*RLCOL, 0, Z24); \
-	VMULPS Z21, Z20, f
-
-#define RLCOL1(c, f) \
-	RLDOT((c)*RLCOL, 1, Z25); \
-	VFMADD231PS Z21, Z20, f
-
-// RLSTORE adds lanes 4c..4c+3 of Z0 (column c's four rows) into its y at
-// R9 (the vnniCol records at R15). Clobbers AX, X1.
-#define RLSTORE(c) \
-	VEXTRACTF32X4 $c, Z0, X1;          \
-	MOVQ          (40*(c)+32)(R15), AX; \
-	VADDPS        (AX)(R9*1), X1, X1;  \
-	VMOVUPS       X1, (AX)(R9*1)
-
 // func q4vnnirlx4(sc, data *byte, rows, groups int, cols *[4]vnniCol, k0, k1, kg int)
 //
 // Four columns, rows a positive multiple of 4: each quad's rows are mixed
 // once per block for the four columns, whose values then go through
 // RLDOT and RLTREE as in q4vnnirl.
 TEXT ·q4vnnirlx4(SB), $5184-64
-	MOVQ sc+0(FP), SI
-	MOVQ data+8(FP), DI
-	MOVQ rows+16(FP), CX
-	MOVQ groups+24(FP), R8
-	MOVQ cols+32(FP), R15
-	MOVQ k0+40(FP), AX
-	MOVQ k1+48(FP), DX
-	MOVQ kg+56(FP), R13
-	RLCONSTS
-	MOVQ 0(R15), AX
-	MOVQ 8(R15), DX
-	MOVQ 16(R15), R13
-	MOVQ 24(R15), R14
-	RLPREP(0, AX, DX, R13, R14)
-	MOVQ 40(R15), AX
-	MOVQ 48(R15), DX
-	MOVQ 56(R15), R13
-	MOVQ 64(R15), R14
-	RLPREP(RLCOL, AX, DX, R13, R14)
-	MOVQ 80(R15), AX
-	MOVQ 88(R15), DX
-	MOVQ 96(R15), R13
-	MOVQ 104(R15), R14
-	RLPREP(2*RLCOL, AX, DX, R13, R14)
-	MOVQ 120(R15), AX
-	MOVQ 128(R15), DX
-	MOVQ 136(R15), R13
-	MOVQ 144(R15), R14
-	RLPREP(3*RLCOL, AX, DX, R13, R14)
+	RLXARGS
+	RLPREPCOL(0)
+	RLPREPCOL(1)
+	RLPREPCOL(2)
+	RLPREPCOL(3)
 	XORQ R9, R9
 
 rlx4:
+	RLPF
 	RLSCALES
 	RLMIX(0, K1)
 	RLCOL0(0, Z22)
@@ -373,17 +405,74 @@ rlx4:
 	RLCOL1(1, Z23)
 	RLCOL1(2, Z26)
 	RLCOL1(3, Z27)
-	LEAQ    (SI)(R10*4), SI
-	LEAQ    (DI)(R11*4), DI
-	RLTREE
-	MOVQ    32(R15), AX
-	VADDPS  (AX)(R9*1), X0, X1
-	VMOVUPS X1, (AX)(R9*1)
+	RLNEXT
+	RLSTORE0
 	RLSTORE(1)
 	RLSTORE(2)
 	RLSTORE(3)
 	ADDQ    $16, R9
 	SUBQ    $4, CX
 	JNZ     rlx4
+	VZEROUPPER
+	RET
+
+// func q4vnnirlx3(sc, data *byte, rows, groups int, cols *[3]vnniCol, k0, k1, kg int)
+//
+// q4vnnirlx4 for three columns (the fourth tree input stays zero).
+TEXT ·q4vnnirlx3(SB), $3904-64
+	RLXARGS
+	RLPREPCOL(0)
+	RLPREPCOL(1)
+	RLPREPCOL(2)
+	XORQ   R9, R9
+	VPXORD Z27, Z27, Z27
+
+rlx3:
+	RLPF
+	RLSCALES
+	RLMIX(0, K1)
+	RLCOL0(0, Z22)
+	RLCOL0(1, Z23)
+	RLCOL0(2, Z26)
+	RLMIX(1, K2)
+	RLCOL1(0, Z22)
+	RLCOL1(1, Z23)
+	RLCOL1(2, Z26)
+	RLNEXT
+	RLSTORE0
+	RLSTORE(1)
+	RLSTORE(2)
+	ADDQ    $16, R9
+	SUBQ    $4, CX
+	JNZ     rlx3
+	VZEROUPPER
+	RET
+
+// func q4vnnirlx2(sc, data *byte, rows, groups int, cols *[2]vnniCol, k0, k1, kg int)
+//
+// q4vnnirlx4 for two columns (the third and fourth tree inputs stay zero).
+TEXT ·q4vnnirlx2(SB), $2624-64
+	RLXARGS
+	RLPREPCOL(0)
+	RLPREPCOL(1)
+	XORQ   R9, R9
+	VPXORD Z26, Z26, Z26
+	VPXORD Z27, Z27, Z27
+
+rlx2:
+	RLPF
+	RLSCALES
+	RLMIX(0, K1)
+	RLCOL0(0, Z22)
+	RLCOL0(1, Z23)
+	RLMIX(1, K2)
+	RLCOL1(0, Z22)
+	RLCOL1(1, Z23)
+	RLNEXT
+	RLSTORE0
+	RLSTORE(1)
+	ADDQ    $16, R9
+	SUBQ    $4, CX
+	JNZ     rlx2
 	VZEROUPPER
 	RET
