@@ -1,6 +1,7 @@
 //go:build !noasm
 
 #include "textflag.h"
+#include "idx4_amd64.h"
 
 // AVX-512 VNNI kernels: int8 activations (prepared once per product by
 // Vec.Set) times unsigned weight bytes with VPDPBUSD. See
@@ -16,16 +17,9 @@
 	VPERMILPS     $0xb1, x, xt; \
 	VADDSS        xt, x, x
 
-// Lane → group maps for expanding per-group scales across accumulator lanes:
-// idx4a/idx4b give four lanes per group (groups 0–3, 4–7), idx8{0..3} eight
-// lanes per group (groups 2b, 2b+1).
-#define IDX4(name, a, b, c, d) \
-	DATA name+0(SB)/4, $a;  DATA name+4(SB)/4, $a;  DATA name+8(SB)/4, $a;  DATA name+12(SB)/4, $a; \
-	DATA name+16(SB)/4, $b; DATA name+20(SB)/4, $b; DATA name+24(SB)/4, $b; DATA name+28(SB)/4, $b; \
-	DATA name+32(SB)/4, $c; DATA name+36(SB)/4, $c; DATA name+40(SB)/4, $c; DATA name+44(SB)/4, $c; \
-	DATA name+48(SB)/4, $d; DATA name+52(SB)/4, $d; DATA name+56(SB)/4, $d; DATA name+60(SB)/4, $d; \
-	GLOBL name(SB), RODATA|NOPTR, $64
-
+// Lane → group maps for expanding per-group scales across accumulator lanes
+// (IDX4, idx4_amd64.h): idx4a/idx4b give four lanes per group (groups 0–3,
+// 4–7), idx8{0..3} eight lanes per group (groups 2b, 2b+1).
 IDX4(idx4a<>, 0, 1, 2, 3)
 IDX4(idx4b<>, 4, 5, 6, 7)
 IDX4(idx80<>, 0, 0, 1, 1)

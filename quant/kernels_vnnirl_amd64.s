@@ -1,6 +1,7 @@
 //go:build !noasm
 
 #include "textflag.h"
+#include "idx4_amd64.h"
 
 // The vnnirl path's Q4_0 kernels: AVX-512 VNNI with the rows as lanes, the
 // avx2i8 path's arithmetic (q4rows_amd64.h) at 512 bits. Each 128-bit lane
@@ -40,15 +41,8 @@ RSIDX(rsidx0<>, 0)
 RSIDX(rsidx1<>, 4)
 
 // Group → lane maps (four lanes per group; groups 0–3, 4–7).
-#define GIDX(name, a, b, c, d) \
-	DATA name+0(SB)/4, $a;  DATA name+4(SB)/4, $a;  DATA name+8(SB)/4, $a;  DATA name+12(SB)/4, $a; \
-	DATA name+16(SB)/4, $b; DATA name+20(SB)/4, $b; DATA name+24(SB)/4, $b; DATA name+28(SB)/4, $b; \
-	DATA name+32(SB)/4, $c; DATA name+36(SB)/4, $c; DATA name+40(SB)/4, $c; DATA name+44(SB)/4, $c; \
-	DATA name+48(SB)/4, $d; DATA name+52(SB)/4, $d; DATA name+56(SB)/4, $d; DATA name+60(SB)/4, $d; \
-	GLOBL name(SB), RODATA|NOPTR, $64
-
-GIDX(rlg0<>, 0, 1, 2, 3)
-GIDX(rlg1<>, 4, 5, 6, 7)
+IDX4(rlg0<>, 0, 1, 2, 3)
+IDX4(rlg1<>, 4, 5, 6, 7)
 
 // RLPERMS stores the four permutations of the 16 dwords in Z16 at
 // RLPERM(col, b, 0..3, h). Clobbers Z17.
@@ -379,6 +373,21 @@ rldone:
 	VZEROUPPER
 	RET
 
+// RLXHEAD starts a multi-column kernel's quad: prefetches, the rows'
+// scales, block 0 mixed.
+#define RLXHEAD \
+	RLPF;        \
+	RLSCALES;    \
+	RLMIX(0, K1)
+
+// RLXEND closes a multi-column kernel's quad loop (label lbl).
+#define RLXEND(lbl) \
+	ADDQ $16, R9;  \
+	SUBQ $4, CX;   \
+	JNZ  lbl;      \
+	VZEROUPPER;    \
+	RET
+
 // func q4vnnirlx4(sc, data *byte, rows, groups int, cols *[4]vnniCol, k0, k1, kg int)
 //
 // Four columns, rows a positive multiple of 4: each quad's rows are mixed
@@ -393,9 +402,7 @@ TEXT ·q4vnnirlx4(SB), $5184-64
 	XORQ R9, R9
 
 rlx4:
-	RLPF
-	RLSCALES
-	RLMIX(0, K1)
+	RLXHEAD
 	RLCOL0(0, Z22)
 	RLCOL0(1, Z23)
 	RLCOL0(2, Z26)
@@ -410,11 +417,7 @@ rlx4:
 	RLSTORE(1)
 	RLSTORE(2)
 	RLSTORE(3)
-	ADDQ    $16, R9
-	SUBQ    $4, CX
-	JNZ     rlx4
-	VZEROUPPER
-	RET
+	RLXEND(rlx4)
 
 // func q4vnnirlx3(sc, data *byte, rows, groups int, cols *[3]vnniCol, k0, k1, kg int)
 //
@@ -428,9 +431,7 @@ TEXT ·q4vnnirlx3(SB), $3904-64
 	VPXORD Z27, Z27, Z27
 
 rlx3:
-	RLPF
-	RLSCALES
-	RLMIX(0, K1)
+	RLXHEAD
 	RLCOL0(0, Z22)
 	RLCOL0(1, Z23)
 	RLCOL0(2, Z26)
@@ -442,11 +443,7 @@ rlx3:
 	RLSTORE0
 	RLSTORE(1)
 	RLSTORE(2)
-	ADDQ    $16, R9
-	SUBQ    $4, CX
-	JNZ     rlx3
-	VZEROUPPER
-	RET
+	RLXEND(rlx3)
 
 // func q4vnnirlx2(sc, data *byte, rows, groups int, cols *[2]vnniCol, k0, k1, kg int)
 //
@@ -460,9 +457,7 @@ TEXT ·q4vnnirlx2(SB), $2624-64
 	VPXORD Z27, Z27, Z27
 
 rlx2:
-	RLPF
-	RLSCALES
-	RLMIX(0, K1)
+	RLXHEAD
 	RLCOL0(0, Z22)
 	RLCOL0(1, Z23)
 	RLMIX(1, K2)
@@ -471,8 +466,4 @@ rlx2:
 	RLNEXT
 	RLSTORE0
 	RLSTORE(1)
-	ADDQ    $16, R9
-	SUBQ    $4, CX
-	JNZ     rlx2
-	VZEROUPPER
-	RET
+	RLXEND(rlx2)
