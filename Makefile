@@ -39,7 +39,7 @@ test: vet test-unit test-noasm fuzz-short
 # oracle on an emulated Tiger Lake (scripts/avx512-emu.sh: Bochs, installed
 # from Debian on first use), for CPUs without AVX-512. Not part of `test`:
 # minutes of emulation. AVX512_RUN picks the tests (go test -run syntax).
-AVX512_RUN ?= ^(TestKernelsMatchOracle|TestInt8KernelsMatchQuantizedOracle|TestDotPairMatchesDot|TestDotBatchFullTilesSumAsDot|TestDotBatchPartialTilesSumAsDot|TestDotBatchNoAllocs|TestNoAllocs|TestQuantizeAsmMatchesGo|TestKernelList|TestStripeMatchesDot|TestVecReuse|TestQ4KernelsAtEveryStackAlignment)$$/^(avx512|vnni|vnnipair|vnnirl)$$
+AVX512_RUN ?= ^(TestDotPairMatchesDot|TestDotBatchFullTilesSumAsDot|TestDotBatchPartialTilesSumAsDot|TestDotBatchNoAllocs|TestNoAllocs|TestQuantizeAsmMatchesGo|TestKernelList|TestStripeMatchesDot|TestVecReuse|TestQ4KernelsAtEveryStackAlignment)$$/^(avx512|vnni|vnnipair|vnnirl)$$
 test-avx512:
 	CGO_ENABLED=0 $(GO) test -c -o bin/quant-avx512.test ./quant
 	./scripts/avx512-emu.sh bin/quant-avx512.test -test.v -test.short -test.run '$(AVX512_RUN)'
