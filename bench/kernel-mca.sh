@@ -69,7 +69,7 @@ for cpu in "${cpus[@]}"; do
   }
   cyc=$(echo "$out" | awk '/^Total Cycles:/ {print $3}')
   rt=$(echo "$out" | awk '/^Block RThroughput:/ {print $3}')
-  printf '%-16s %8.1f cycles/iteration (port bound %s)\n' "$cpu" "$(echo "$cyc / 200" | bc -l)" "$rt"
+  printf '%-16s %8.1f cycles/iteration (port bound %s)\n' "$cpu" "$(awk -v c="$cyc" 'BEGIN { print c / 200 }')" "$rt"
   if [ -n "${BOTTLENECK:-}" ]; then
     echo "$out" | sed -n '/Cycles with backend pressure/,/Memory Dependencies/p'
   fi
