@@ -48,7 +48,7 @@ func dotQ4VNNI512BatchX(t *Tile, xs []*Vec, col int, ys [][]float32) {
 // per column, as do a last single column and tiles too short for a block.
 func q4VNNI512Batch(t *Tile, xs []*Vec, col int, ys [][]float32, multi bool) {
 	g, g0 := Groups(t.Cols), col/GroupSize
-	k0, k1, kg := lowBits(4*min(g, 4)), lowBits(4*(g-4)), lowBits(g)
+	k0, k1, kg := vnniBlockMasks(g)
 	rows4, rows8 := t.Rows&^3, t.Rows&^7
 	j := 0
 	for ; j+4 <= len(xs) && rows4 > 0; j += 4 {

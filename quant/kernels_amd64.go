@@ -114,6 +114,13 @@ func archKernels(f CPUFeatures) []*Kernel {
 // lowBits is a mask with the low n bits set (n ≤ 16), for the k-registers.
 func lowBits(n int) int { return 1<<max(n, 0) - 1 }
 
+// vnniBlockMasks are the AVX-512 Q4_0 kernels' masks for g groups: the
+// dword masks of a row's two 64-byte blocks (four groups each, four dword
+// lanes per group) and the group mask.
+func vnniBlockMasks(g int) (k0, k1, kg int) {
+	return lowBits(4 * min(g, 4)), lowBits(4 * (g - 4)), lowBits(g)
+}
+
 func dotF32AVX2(t *Tile, x *Vec, col int, y []float32) {
 	f32f256(&t.Data[0], t.Rows, t.Cols, &x.x[col], &y[0])
 }
@@ -142,9 +149,8 @@ func dotQ8AVX512(t *Tile, x *Vec, col int, y []float32) {
 
 func dotQ4VNNI512(t *Tile, x *Vec, col int, y []float32) {
 	g, g0 := Groups(t.Cols), col/GroupSize
-	// Blocks of four groups; a 16-bit mask has four dword lanes per group.
-	q4vnni512(&t.Scales[0], &t.Data[0], t.Rows, g, &x.xl[g0*16], &x.xh[g0*16], &x.c4[g0*4], &x.dx[g0], &y[0],
-		lowBits(4*min(g, 4)), lowBits(4*(g-4)), lowBits(g))
+	k0, k1, kg := vnniBlockMasks(g)
+	q4vnni512(&t.Scales[0], &t.Data[0], t.Rows, g, &x.xl[g0*16], &x.xh[g0*16], &x.c4[g0*4], &x.dx[g0], &y[0], k0, k1, kg)
 }
 
 // dotQ4VNNI512Pair is the vnnipair path's DotPair: two full-width tiles

@@ -22,12 +22,7 @@ func q4vnnirlx2(sc, data *byte, rows, groups int, cols *[2]vnniCol, k0, k1, kg i
 //go:noescape
 func q4vnnirlx3(sc, data *byte, rows, groups int, cols *[3]vnniCol, k0, k1, kg int)
 
-// vnniBlockMasks are the dword masks of a row's two 64-byte blocks of
-// Q4_0 data (four groups each) and the group mask, for g groups.
-func vnniBlockMasks(g int) (k0, k1, kg int) {
-	return lowBits(4 * min(g, 4)), lowBits(4 * (g - 4)), lowBits(g)
-}
-
+// dotQ4VNNIRL is the vnnirl path's Dot for Q4_0.
 func dotQ4VNNIRL(t *Tile, x *Vec, col int, y []float32) {
 	g, g0 := Groups(t.Cols), col/GroupSize
 	k0, k1, kg := vnniBlockMasks(g)
