@@ -100,12 +100,12 @@ func archKernels(f CPUFeatures) []*Kernel {
 		pair.q4batch, pair.q8batch = dotQ4VNNI512BatchX, dotQ8VNNI512BatchX
 		// vnnirl is vnni with the avx2i8 path's arithmetic order for Q4_0
 		// (the rows as lanes: exact integer group sums, one float step per
-		// four rows), about two thirds of vnni's vector µops per
-		// four-column step in LLVM's Sapphire Rapids and Zen 4 models
-		// (docs/PERFORMANCE.md, "Session 12"); other bits than vnni's,
-		// not yet measured, so chosen by name.
+		// four rows) and its own two-stream kernel: about 0.73× vnni's
+		// cycles per four-column step in LLVM's Sapphire Rapids and Zen 4
+		// models (docs/PERFORMANCE.md, "Session 12"); other bits than
+		// vnni's, not yet measured, so chosen by name.
 		rl := *vnni
-		rl.name, rl.q4, rl.q4batch = "vnnirl", dotQ4VNNIRL, dotQ4VNNIRLBatch
+		rl.name, rl.q4, rl.q4batch, rl.q4pair = "vnnirl", dotQ4VNNIRL, dotQ4VNNIRLBatch, dotQ4VNNIRLPair
 		ks = append(ks, &rl, &pair, vnni)
 	}
 	return ks

@@ -247,11 +247,11 @@ func TestStripeMatchesDot(t *testing.T) {
 // TestDotPairMatchesDot checks DotPair adds into each output exactly what
 // Dot does, on every path: for the pairs the two-stream kernels take (Q4_0,
 // eight full groups of columns, equal row counts a multiple of 4 on avx2i8
-// and of 16 on vnnipair, 128×256 the most common) and for the rest they
+// and of 16 on vnnipair and vnnirl, 128×256 the most common) and for the rest they
 // hand to Dot.
 func TestDotPairMatchesDot(t *testing.T) {
 	withKernel(t, func(t *testing.T, k *Kernel) {
-		if (k.Name() == "avx2i8" || k.Name() == "vnnipair") && !k.PairsQ4() {
+		if (k.Name() == "avx2i8" || k.Name() == "vnnipair" || k.Name() == "vnnirl") && !k.PairsQ4() {
 			t.Fatalf("%s lost its two-stream kernel", k.Name())
 		}
 		rng := rand.New(rand.NewPCG(7, 8))

@@ -9,6 +9,12 @@ package quant
 //go:noescape
 func q4vnnirl(sc, data *byte, rows, groups int, xl, xh *int8, c4 *int32, dx, y *float32, k0, k1, kg int)
 
+// q4vnnirlpair is q4vnnirl for two tiles with the same columns and rows (a
+// multiple of 16), sixteen rows of each in turn: two tile streams per core.
+//
+//go:noescape
+func q4vnnirlpair(sc, data, scB, dataB *byte, rows, groups int, xl, xh *int8, c4 *int32, dx, y, yB *float32, k0, k1, kg int)
+
 //go:noescape
 func q4vnnirlx4(sc, data *byte, rows, groups int, cols *[4]vnniCol, k0, k1, kg int)
 
@@ -27,6 +33,21 @@ func dotQ4VNNIRL(t *Tile, x *Vec, col int, y []float32) {
 	g, g0 := Groups(t.Cols), col/GroupSize
 	k0, k1, kg := vnniBlockMasks(g)
 	q4vnnirl(&t.Scales[0], &t.Data[0], t.Rows, g, &x.xl[g0*16], &x.xh[g0*16], &x.c4[g0*4], &x.dx[g0], &y[0], k0, k1, kg)
+}
+
+// dotQ4VNNIRLPair is the vnnirl path's DotPair: two tiles with the same
+// rows, a multiple of 16, go through q4vnnirlpair (DotPair has checked that
+// they share their columns); other shapes through two dotQ4VNNIRL calls.
+func dotQ4VNNIRLPair(a, b *Tile, x *Vec, col int, ya, yb []float32) {
+	if a.Rows != b.Rows || a.Rows%16 != 0 {
+		dotQ4VNNIRL(a, x, col, ya)
+		dotQ4VNNIRL(b, x, col, yb)
+		return
+	}
+	g, g0 := Groups(a.Cols), col/GroupSize
+	k0, k1, kg := vnniBlockMasks(g)
+	q4vnnirlpair(&a.Scales[0], &a.Data[0], &b.Scales[0], &b.Data[0], a.Rows, g, &x.xl[g0*16], &x.xh[g0*16], &x.c4[g0*4],
+		&x.dx[g0], &ya[0], &yb[0], k0, k1, kg)
 }
 
 // dotQ4VNNIRLBatch is the vnnirl path's DotBatch for Q4_0: four columns at

@@ -388,6 +388,60 @@ rldone:
 	VZEROUPPER;    \
 	RET
 
+// func q4vnnirlpair(sc, data, scB, dataB *byte, rows, groups int, xl, xh *int8, c4 *int32, dx, y, yB *float32, k0, k1, kg int)
+//
+// Two tiles over the same columns and rows (a multiple of 16), sixteen
+// rows of one then sixteen of the other, each through q4vnnirl's 16-row
+// step and each stream with its own prefetches: two DRAM streams in flight
+// per core, as avx2i8's pair kernel walks them. The second stream's
+// pointers wait in DX, R13, R14 while the first runs.
+TEXT ·q4vnnirlpair(SB), $1344-120
+	MOVQ sc+0(FP), SI
+	MOVQ data+8(FP), DI
+	MOVQ rows+32(FP), CX
+	MOVQ groups+40(FP), R8
+	MOVQ y+80(FP), R9
+	MOVQ k0+96(FP), AX
+	MOVQ k1+104(FP), DX
+	MOVQ kg+112(FP), R13
+	RLCONSTS
+	MOVQ xl+48(FP), AX
+	MOVQ xh+56(FP), DX
+	MOVQ c4+64(FP), R13
+	MOVQ dx+72(FP), R14
+	RLPREP(0, AX, DX, R13, R14)
+	MOVQ scB+16(FP), DX
+	MOVQ dataB+24(FP), R13
+	MOVQ yB+88(FP), R14
+
+rlpair:
+	RLQUAD(Z22)
+	RLQUAD(Z23)
+	RLQUAD(Z26)
+	RLQUAD(Z27)
+	RLTREE
+	VADDPS  (R9), Z0, Z0
+	VMOVUPS Z0, (R9)
+	ADDQ    $64, R9
+	XCHGQ   SI, DX
+	XCHGQ   DI, R13
+	XCHGQ   R9, R14
+	RLQUAD(Z22)
+	RLQUAD(Z23)
+	RLQUAD(Z26)
+	RLQUAD(Z27)
+	RLTREE
+	VADDPS  (R9), Z0, Z0
+	VMOVUPS Z0, (R9)
+	ADDQ    $64, R9
+	XCHGQ   SI, DX
+	XCHGQ   DI, R13
+	XCHGQ   R9, R14
+	SUBQ    $16, CX
+	JNZ     rlpair
+	VZEROUPPER
+	RET
+
 // func q4vnnirlx4(sc, data *byte, rows, groups int, cols *[4]vnniCol, k0, k1, kg int)
 //
 // Four columns, rows a positive multiple of 4: each quad's rows are mixed
