@@ -217,6 +217,25 @@ IDX4(rlg1<>, 4, 5, 6, 7)
 	LEAQ         63(SP), BX;   \
 	ANDQ         $~63, BX
 
+// RL16 computes sixteen rows (four quads) against column block 0 and adds
+// them into y[0:16] at R9, advancing R9.
+#define RL16 \
+	RLQUAD(Z22);          \
+	RLQUAD(Z23);          \
+	RLQUAD(Z26);          \
+	RLQUAD(Z27);          \
+	RLTREE;               \
+	VADDPS  (R9), Z0, Z0; \
+	VMOVUPS Z0, (R9);     \
+	ADDQ    $64, R9
+
+// RLSWAP exchanges the pair kernel's two streams (scales, data, y) between
+// SI, DI, R9 and DX, R13, R14.
+#define RLSWAP \
+	XCHGQ SI, DX;  \
+	XCHGQ DI, R13; \
+	XCHGQ R9, R14
+
 // RLDOTCOL runs block b of the mixed rows against column block c's
 // activations and adds it into f (b = 0: a multiply).
 #define RLCOL0(c, f) \
@@ -292,14 +311,7 @@ TEXT ·q4vnnirl(SB), $1920-96
 	JLT  rlquads
 
 rl16:
-	RLQUAD(Z22)
-	RLQUAD(Z23)
-	RLQUAD(Z26)
-	RLQUAD(Z27)
-	RLTREE
-	VADDPS  (R9), Z0, Z0
-	VMOVUPS Z0, (R9)
-	ADDQ    $64, R9
+	RL16
 	SUBQ    $16, CX
 	CMPQ    CX, $16
 	JGE     rl16
@@ -415,28 +427,10 @@ TEXT ·q4vnnirlpair(SB), $1344-120
 	MOVQ yB+88(FP), R14
 
 rlpair:
-	RLQUAD(Z22)
-	RLQUAD(Z23)
-	RLQUAD(Z26)
-	RLQUAD(Z27)
-	RLTREE
-	VADDPS  (R9), Z0, Z0
-	VMOVUPS Z0, (R9)
-	ADDQ    $64, R9
-	XCHGQ   SI, DX
-	XCHGQ   DI, R13
-	XCHGQ   R9, R14
-	RLQUAD(Z22)
-	RLQUAD(Z23)
-	RLQUAD(Z26)
-	RLQUAD(Z27)
-	RLTREE
-	VADDPS  (R9), Z0, Z0
-	VMOVUPS Z0, (R9)
-	ADDQ    $64, R9
-	XCHGQ   SI, DX
-	XCHGQ   DI, R13
-	XCHGQ   R9, R14
+	RL16
+	RLSWAP
+	RL16
+	RLSWAP
 	SUBQ    $16, CX
 	JNZ     rlpair
 	VZEROUPPER
