@@ -18,24 +18,10 @@ func (e *Engine) numaMatvec(p *matPlan, a *actVec, outs [][]float32) {
 		if len(ss) == 0 {
 			continue
 		}
-		// A stripe accumulates into its rows of the node's scratch (y is
-		// indexed by output row, as walkStripe indexes it) and publishes
-		// them whole, unless other nodes add to them.
-		start := func(s *stripe) []float32 {
-			y := buf[s.out]
-			clear(y[s.row : s.row+s.rows])
-			return y
-		}
-		publish := func(i int) {
-			if s := &ss[i]; !partial[i] {
-				copy(outs[s.out][s.row:s.row+s.rows], buf[s.out][s.row:s.row+s.rows])
-			}
-		}
-		if !e.pairs || !p.q4 || len(ss) < 2 {
+		if !e.pairsPlan(p) || len(ss) < 2 {
 			st.jobs[g] = e.pool.groups[g].post(len(ss), func(i int) {
-				s := &ss[i]
-				walkStripe(s, stripeAhead(ss, i), a, start(s), hook)
-				publish(i)
+				walkStripe(&ss[i], stripeAhead(ss, i), a, nodeRows(buf, &ss[i]), hook)
+				publishRows(outs, buf, &ss[i], partial[i])
 			})
 			continue
 		}
@@ -45,14 +31,14 @@ func (e *Engine) numaMatvec(p *matPlan, a *actVec, outs [][]float32) {
 		st.jobs[g] = e.pool.groups[g].post(h, func(i int) {
 			s := &ss[i]
 			if i+h >= len(ss) {
-				walkStripe(s, stripeAhead(ss, i), a, start(s), hook)
-				publish(i)
+				walkStripe(s, stripeAhead(ss, i), a, nodeRows(buf, s), hook)
+				publishRows(outs, buf, s, partial[i])
 				return
 			}
 			t := &ss[i+h]
-			walkPair(s, t, stripeAhead(ss, i), stripeAhead(ss, i+h), a, start(s), start(t), hook)
-			publish(i)
-			publish(i + h)
+			walkPair(s, t, stripeAhead(ss, i), stripeAhead(ss, i+h), a, nodeRows(buf, s), nodeRows(buf, t), hook)
+			publishRows(outs, buf, s, partial[i])
+			publishRows(outs, buf, t, partial[i+h])
 		})
 	}
 	e.finishNodes()
@@ -61,6 +47,22 @@ func (e *Engine) numaMatvec(p *matPlan, a *actVec, outs [][]float32) {
 		for _, pt := range r.parts {
 			addTo(outs[r.out][pt.row:pt.row+pt.rows], st.scratch[pt.node][r.out][pt.row:pt.row+pt.rows])
 		}
+	}
+}
+
+// nodeRows clears stripe s's rows of the node's scratch buf and returns
+// its output there, indexed by output row as walkStripe indexes it.
+func nodeRows(buf *[3][]float32, s *stripe) []float32 {
+	y := buf[s.out]
+	clear(y[s.row : s.row+s.rows])
+	return y
+}
+
+// publishRows copies stripe s's rows from the node's scratch into outs,
+// unless s is partial (other nodes add to its rows after all finish).
+func publishRows(outs [][]float32, buf *[3][]float32, s *stripe, partial bool) {
+	if !partial {
+		copy(outs[s.out][s.row:s.row+s.rows], buf[s.out][s.row:s.row+s.rows])
 	}
 }
 
