@@ -47,11 +47,10 @@ func TestDotBatchMatchesOracle(t *testing.T) {
 				}
 				// Float-activation multi-column kernels do each column's
 				// arithmetic in the single-column kernel's order, and so do
-				// avx2i8's and vnni's (a batched prefill and token-by-token
-				// decode must not differ even in an int8 rounding they
-				// could flip).
-				exact := k.batch(typ) == nil || !k.QuantizesActivations() ||
-					k.Name() == "avx2i8" || k.Name() == "vnni" || k.Name() == "vnnipair"
+				// the exact int8 paths' (exactBatchKernels: a batched
+				// prefill and token-by-token decode must not differ even in
+				// an int8 rounding they could flip).
+				exact := k.batch(typ) == nil || !k.QuantizesActivations() || slices.Contains(exactBatchKernels, k.Name())
 				for j := range xs {
 					if exact && !sameBits(ys[j], single[j]) {
 						t.Fatalf("%s tile %d column %d of %d: DotBatch differs from Dot bit for bit", typ, i, j, B)
@@ -188,8 +187,8 @@ func batchDiffersFromDot(k *Kernel, rng *rand.Rand, tile *Tile, col, B int) int 
 }
 
 // exactBatchKernels are the int8 paths whose multi-column kernels promise
-// Dot's bits (avx2i8's, vnni's and vnnipair's); withExactBatch runs f under
-// each this CPU has.
+// Dot's bits (all of them: avx2i8, vnni, vnnipair, vnnirl); withExactBatch
+// runs f under each this CPU has.
 var exactBatchKernels = []string{"avx2i8", "vnni", "vnnipair", "vnnirl"}
 
 func withExactBatch(t *testing.T, f func(t *testing.T, k *Kernel)) {

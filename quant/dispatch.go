@@ -107,7 +107,7 @@ func KernelByName(name string) (*Kernel, error) {
 }
 
 // Name is the path's short name ("scalar", "avx2", "avx2i8", "avxvnni",
-// "avx512", "vnnipair", "vnni"), for --version, run summaries and
+// "avx512", "vnnirl", "vnnipair", "vnni"), for --version, run summaries and
 // benchmark reports.
 func (k *Kernel) Name() string { return k.name }
 
