@@ -4,7 +4,7 @@ BIN     := bin/cflowc
 PY      ?= /usr/bin/python3
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: tokref build test test-unit test-noasm fuzz-short test-avx512 vet demo bench bench-kernels golden golden-test clean
+.PHONY: tokref build test test-unit test-noasm fuzz-short test-avx512 test-avx512-e2e vet demo bench bench-kernels golden golden-test clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/cflowc
@@ -43,6 +43,12 @@ AVX512_RUN ?= ^(TestDotPairMatchesDot|TestDotBatchFullTilesSumAsDot|TestDotBatch
 test-avx512:
 	CGO_ENABLED=0 $(GO) test -c -o bin/quant-avx512.test ./quant
 	./scripts/avx512-emu.sh bin/quant-avx512.test -test.v -test.short -test.run '$(AVX512_RUN)'
+
+# The same emulated CPU running whole models with each VNNI kernel as the
+# engine's default (scripts/avx512-e2e.sh; KERNELS, PACKAGES): hours, not
+# minutes, so not part of test-avx512.
+test-avx512-e2e:
+	./scripts/avx512-e2e.sh
 
 # cflowc vs llama.cpp decode on the same Q4_0 weights (bench/side-by-side.sh).
 bench:

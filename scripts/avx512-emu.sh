@@ -8,6 +8,9 @@
 #   -m, --mem MB         guest RAM (default 2048)
 #   -C, --dir DIR        copy DIR (e.g. the package dir with testdata/) into the
 #                        guest and run BINARY with it as the working directory
+#       --cwd SUB        run BINARY in DIR's subdirectory SUB instead, so that
+#                        a package test's ../golden paths resolve (DIR holds
+#                        SUB and golden/ side by side, as the repository does)
 #   -e, --env NAME=VAL   set an environment variable for BINARY (repeatable)
 #   -k, --keep           keep the work dir (ISO, bochsrc, serial/bochs logs)
 #   -v, --verbose        also print kernel/boot messages and timings to stderr
@@ -48,7 +51,7 @@ CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/cflow-avx512-emu
 TIMEOUT=${AVX512EMU_TIMEOUT:-1800}
 MEM=${AVX512EMU_MEM:-2048}
 CPU_MODEL=tigerlake
-KEEP=0 VERBOSE=0 WORKDIR_SRC=
+KEEP=0 VERBOSE=0 WORKDIR_SRC= WORKDIR_SUB=
 ENVS=()
 
 usage() { sed -n '2,/^set -uo/p' "$0" | sed -e '/^set -uo/d' -e 's/^# \{0,1\}//'; exit "${1:-2}"; }
@@ -60,6 +63,7 @@ while [ $# -gt 0 ]; do
 	-t|--timeout) TIMEOUT=$2; shift 2 ;;
 	-m|--mem) MEM=$2; shift 2 ;;
 	-C|--dir) WORKDIR_SRC=$2; shift 2 ;;
+	--cwd) WORKDIR_SUB=$2; shift 2 ;;
 	-e|--env) ENVS+=("$2"); shift 2 ;;
 	-k|--keep) KEEP=1; shift ;;
 	-v|--verbose) VERBOSE=1; shift ;;
@@ -163,6 +167,12 @@ if [ -n "$WORKDIR_SRC" ]; then
 	[ -d "$WORKDIR_SRC" ] || die "no such directory: $WORKDIR_SRC"
 	mkdir -p "$R/work"
 	cp -rL "$WORKDIR_SRC"/. "$R/work/" || die "cannot copy $WORKDIR_SRC"
+	if [ -n "$WORKDIR_SUB" ]; then
+		[ -d "$WORKDIR_SRC/$WORKDIR_SUB" ] || die "--cwd $WORKDIR_SUB: no such directory in $WORKDIR_SRC"
+		echo "/work/$WORKDIR_SUB" > "$R/workdir"
+	fi
+elif [ -n "$WORKDIR_SUB" ]; then
+	echo "avx512-emu: --cwd needs -C DIR" >&2; exit 2
 fi
 (cd "$R" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 > "$WORK/iso/initrd.img") ||
 	die "cpio failed"
