@@ -45,7 +45,7 @@ test-avx512:
 	./scripts/avx512-emu.sh bin/quant-avx512.test -test.v -test.short -test.run '$(AVX512_RUN)'
 
 # The same emulated CPU running whole models with each VNNI kernel as the
-# engine's default (scripts/avx512-e2e.sh; KERNELS, PACKAGES): about 40
+# engine's default (scripts/avx512-e2e.sh; KERNELS, PACKAGES): about 30
 # minutes, so not part of test-avx512.
 test-avx512-e2e:
 	./scripts/avx512-e2e.sh
