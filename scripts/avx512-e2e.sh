@@ -24,7 +24,8 @@
 # Time on the Zen 3 VM (2 vCPUs): runtime ~1 minute, verify 9–13 minutes a
 #   kernel (boot included): 28m39s for the default lists at 5518a09.
 # Exit status: 0 if every run passed, 1 if any failed, 2 on usage errors,
-#   3 if the emulator failed or timed out.
+#   3 if staging or a test binary's build failed, or the emulator failed or
+#   timed out.
 set -uo pipefail
 
 [ $# -eq 0 ] || { sed -n '2,/^set -uo/p' "$0" | sed -e '/^set -uo/d' -e 's/^# \{0,1\}//'; exit 2; }
