@@ -9,7 +9,7 @@ import (
 	"fmt"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
-	"github.com/cflow-dev/cflow/runtime/plan"
+	"github.com/cflow-dev/cflow/engine/plan"
 )
 
 // MiB is the unit the spec's figures use (2^20 bytes).

@@ -2,7 +2,7 @@ package analyze
 
 import (
 	"github.com/cflow-dev/cflow/cflowfmt"
-	"github.com/cflow-dev/cflow/runtime/plan"
+	"github.com/cflow-dev/cflow/engine/plan"
 )
 
 // FromModel costs a file by what a token really reads: tile bytes (header,

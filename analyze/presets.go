@@ -5,7 +5,7 @@ import (
 	"sort"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
-	"github.com/cflow-dev/cflow/runtime/plan"
+	"github.com/cflow-dev/cflow/engine/plan"
 )
 
 // q4BytesPerParam is the report's §4.5 accounting: 0.5 B/param, scales

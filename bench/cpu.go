@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	goruntime "runtime"
+	"runtime"
 	"strings"
 )
 
@@ -16,7 +16,7 @@ import (
 func CPUName() string {
 	f, err := os.Open("/proc/cpuinfo")
 	if err != nil {
-		return goruntime.GOOS + "/" + goruntime.GOARCH
+		return runtime.GOOS + "/" + runtime.GOARCH
 	}
 	defer f.Close()
 	name, family, model := "", "", ""
@@ -37,7 +37,7 @@ func CPUName() string {
 	}
 	switch {
 	case name == "":
-		return goruntime.GOOS + "/" + goruntime.GOARCH
+		return runtime.GOOS + "/" + runtime.GOARCH
 	case family != "" && model != "":
 		return fmt.Sprintf("%s (family %s, model %s)", name, family, model)
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
-	"github.com/cflow-dev/cflow/runtime"
+	"github.com/cflow-dev/cflow/engine"
 )
 
 // Config is one `cflowc bench` invocation.
@@ -20,7 +20,7 @@ type Config struct {
 	// ppN: N tokens from an empty cache, timed as one batch); 0 skips it.
 	Prompt int
 	// Batch is the prompt tokens fed per pass over the weights (the
-	// engine's Options.Batch; 0 = runtime.MaxBatch, 1 = token by token).
+	// engine's Options.Batch; 0 = engine.MaxBatch, 1 = token by token).
 	Batch      int
 	Runs       int   // timed runs; the median is reported
 	Warmup     int   // untimed tokens decoded first (page faults, caches)
@@ -36,7 +36,7 @@ type Config struct {
 	Profile io.Writer
 	// ExpertIO is how the engine fetches expert tiles (--expert-io), so the
 	// staged-I/O arms can be benchmarked like the default mmap path.
-	ExpertIO runtime.ExpertIO
+	ExpertIO engine.ExpertIO
 	// Parallel is how many sequences decode together (≤ 1: one, through
 	// Step). More go through StepBatch, one token of each per step and one
 	// pass over the weights for all, as `cflowc serve` ticks with that
@@ -89,7 +89,7 @@ type Result struct {
 	HugePageFraction *float64 `json:"huge_page_fraction,omitempty"`
 	HugePageBytes    int64    `json:"huge_page_bytes,omitempty"`
 	MappedBytes      int64    `json:"mapped_bytes,omitempty"`
-	// NUMA is the engine's NUMA line (runtime.NUMAReport) when it ran on
+	// NUMA is the engine's NUMA line (engine.NUMAReport) when it ran on
 	// several nodes: the topology, the plan's use, and, in copy mode, how
 	// much of the node copies decode reads are on 2 MiB pages (the mapping
 	// figures above are then not what it reads).
@@ -133,12 +133,12 @@ func Run(m *cflowfmt.Model, cfg Config) (*Result, error) {
 	if need := max(cfg.Tokens, cfg.Warmup, cfg.Prompt); need > int(h.MaxSeqLen) {
 		return nil, fmt.Errorf("bench: %d tokens per run exceed the model's context of %d", need, h.MaxSeqLen)
 	}
-	cfg.Batch = cmp.Or(cfg.Batch, runtime.MaxBatch)
+	cfg.Batch = cmp.Or(cfg.Batch, engine.MaxBatch)
 	cfg.Parallel = max(1, cfg.Parallel)
 	if cfg.Parallel > cfg.Batch {
 		return nil, fmt.Errorf("bench: %d parallel sequences exceed the batch of %d tokens per pass", cfg.Parallel, cfg.Batch)
 	}
-	e, err := runtime.New(m, runtime.Options{Threads: cfg.Threads, ExpertIO: cfg.ExpertIO, Batch: cfg.Batch})
+	e, err := engine.New(m, engine.Options{Threads: cfg.Threads, ExpertIO: cfg.ExpertIO, Batch: cfg.Batch})
 	if err != nil {
 		return nil, err
 	}
@@ -237,12 +237,12 @@ func Run(m *cflowfmt.Model, cfg Config) (*Result, error) {
 
 // prompt feeds a whole prompt from the engine's current position through
 // its batched prefill and returns the logits after its last token.
-func prompt(e *runtime.Engine, ts []int) ([]float32, error) { return e.Prefill(ts) }
+func prompt(e *engine.Engine, ts []int) ([]float32, error) { return e.Prefill(ts) }
 
 // decodeRuns times cfg.Runs decode runs into r (tok/s per run, median,
 // bytes per token and effective GB/s), calling between before each run and
 // after the last.
-func decodeRuns(e *runtime.Engine, cfg Config, r *Result, decode func(n int) error, between func()) error {
+func decodeRuns(e *engine.Engine, cfg Config, r *Result, decode func(n int) error, between func()) error {
 	before := e.Stats()
 	defer between()
 	for range cfg.Runs {
@@ -268,8 +268,8 @@ func decodeRuns(e *runtime.Engine, cfg Config, r *Result, decode func(n int) err
 // parallelDecode returns Run's decode for n sequences stepped together:
 // each run empties them and feeds each its own BOS and seeded random
 // tokens, one token of every sequence per StepBatch.
-func parallelDecode(e *runtime.Engine, n int, tokens func(int) []int) func(int) error {
-	seqs := make([]*runtime.Sequence, n)
+func parallelDecode(e *engine.Engine, n int, tokens func(int) []int) func(int) error {
+	seqs := make([]*engine.Sequence, n)
 	for i := range seqs {
 		seqs[i] = e.NewSequence()
 	}

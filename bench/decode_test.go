@@ -3,7 +3,7 @@ package bench
 import (
 	"math"
 	"path/filepath"
-	goruntime "runtime"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -85,7 +85,7 @@ func TestRunAccountsBytesPerToken(t *testing.T) {
 	}
 	// The page-size report measures the model's own mapping: all of the
 	// file, no more (smaps reports where Linux has it).
-	if goruntime.GOOS == "linux" {
+	if runtime.GOOS == "linux" {
 		if r.HugePageFraction == nil || r.MappedBytes != f.Size || r.HugePageBytes > r.MappedBytes ||
 			*r.HugePageFraction != float64(r.HugePageBytes)/float64(r.MappedBytes) {
 			t.Errorf("huge pages: %v of %d bytes (fraction %v), want of the %d-byte file", r.HugePageBytes, r.MappedBytes, r.HugePageFraction, f.Size)

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/engine/plan"
 	"github.com/cflow-dev/cflow/quant"
-	"github.com/cflow-dev/cflow/runtime/plan"
 	"github.com/cflow-dev/cflow/vflowfmt"
 )
 

@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/engine/plan"
 	"github.com/cflow-dev/cflow/quant"
-	"github.com/cflow-dev/cflow/runtime/plan"
 	"github.com/cflow-dev/cflow/vflowfmt"
 )
 

@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/engine/plan"
 	"github.com/cflow-dev/cflow/quant"
-	"github.com/cflow-dev/cflow/runtime/plan"
 )
 
 // modelSpec is a checkpoint mapped onto the file format: the header, the

@@ -16,20 +16,20 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cflow-dev/cflow/runtime"
+	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/tokenizer"
 )
 
-// Engine is what the loop needs of a decode engine (*runtime.Engine).
+// Engine is what the loop needs of a decode engine (*engine.Engine).
 type Engine interface {
 	// Step feeds one token and returns the next position's logits.
 	Step(tok int) ([]float32, error)
 	// Pos is the number of tokens fed.
 	Pos() int
 	// Stats counts weight bytes read, for the bandwidth figures.
-	Stats() runtime.Stats
+	Stats() engine.Stats
 	// Observation describes the last Step, for traces.
-	Observation() *runtime.Observation
+	Observation() *engine.Observation
 }
 
 // Prefiller is an Engine that can feed several tokens of one sequence in
@@ -42,21 +42,21 @@ type Prefiller interface {
 // EachPrefiller is a Prefiller that also hands over every position's
 // logits and observation (for traces and perplexity).
 type EachPrefiller interface {
-	PrefillEach(toks []int, each func(i int, logits []float32, obs *runtime.Observation) error) error
+	PrefillEach(toks []int, each func(i int, logits []float32, obs *engine.Observation) error) error
 }
 
 // Feed feeds toks in order and returns the logits after the last. each,
 // when set, sees every position's logits and observation (valid during
-// the call only). Engines that prefill in batches (*runtime.Engine) feed
+// the call only). Engines that prefill in batches (*engine.Engine) feed
 // the tokens that way, bit-identical to one Step per token.
-func Feed(e Engine, toks []int, each func(i int, logits []float32, obs *runtime.Observation) error) ([]float32, error) {
+func Feed(e Engine, toks []int, each func(i int, logits []float32, obs *engine.Observation) error) ([]float32, error) {
 	if len(toks) > 1 {
 		if p, ok := e.(Prefiller); ok && each == nil {
 			return p.Prefill(toks)
 		}
 		if p, ok := e.(EachPrefiller); ok && each != nil {
 			var last []float32
-			err := p.PrefillEach(toks, func(i int, logits []float32, obs *runtime.Observation) error {
+			err := p.PrefillEach(toks, func(i int, logits []float32, obs *engine.Observation) error {
 				if i == len(toks)-1 {
 					last = append(last, logits...)
 				}
@@ -113,7 +113,7 @@ type Stats struct {
 // that continues on e (chat turns) passes only the new tokens as the prompt
 // and, as Request.Ctx, only the positions e has left.
 func Run(ctx context.Context, e Engine, seq *Sequence, opt Options) (st Stats, err error) {
-	var each func(int, []float32, *runtime.Observation) error
+	var each func(int, []float32, *engine.Observation) error
 	step := e.Step
 	if opt.Trace != nil {
 		step = func(tok int) ([]float32, error) {
@@ -125,7 +125,7 @@ func Run(ctx context.Context, e Engine, seq *Sequence, opt Options) (st Stats, e
 			return logits, err
 		}
 		start := e.Pos()
-		each = func(i int, logits []float32, obs *runtime.Observation) error {
+		each = func(i int, logits []float32, obs *engine.Observation) error {
 			opt.Trace.record(start+i, seq.Prompt()[i], obs, logits)
 			return nil
 		}
@@ -162,7 +162,7 @@ func Run(ctx context.Context, e Engine, seq *Sequence, opt Options) (st Stats, e
 			return st, nil
 		}
 		if logits, err = step(t.ID); err != nil {
-			if errors.Is(err, runtime.ErrContextFull) {
+			if errors.Is(err, engine.ErrContextFull) {
 				t := seq.Cut("context full")
 				st.Finish, st.Reason = t.Finish, t.Reason
 				if opt.OnToken != nil {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/convert"
+	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/quant"
-	"github.com/cflow-dev/cflow/runtime"
 	"github.com/cflow-dev/cflow/tokenizer"
 	"github.com/cflow-dev/cflow/verify"
 	"github.com/cflow-dev/cflow/vflowfmt"
@@ -52,9 +52,9 @@ func demoModel(t *testing.T) (*cflowfmt.Model, tokenizer.Tokenizer) {
 	return m, tk
 }
 
-func engine(t *testing.T, m *cflowfmt.Model) *runtime.Engine {
+func newEngine(t *testing.T, m *cflowfmt.Model) *engine.Engine {
 	t.Helper()
-	e, err := runtime.New(m, runtime.Options{Threads: 1})
+	e, err := engine.New(m, engine.Options{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func run(t *testing.T, m *cflowfmt.Model, req Request, opt Options) (string, []T
 		toks = append(toks, tk)
 		return nil
 	}
-	st, err := Run(context.Background(), engine(t, m), seq, opt)
+	st, err := Run(context.Background(), newEngine(t, m), seq, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func run(t *testing.T, m *cflowfmt.Model, req Request, opt Options) (string, []T
 func TestRunGreedyMatchesSteps(t *testing.T) {
 	m, tk := demoModel(t)
 	prompt, _ := EncodePrompt(tk, "Once upon a time")
-	e := engine(t, m)
+	e := newEngine(t, m)
 	var want []int
 	logits, _ := Feed(e, prompt, nil)
 	for range 20 {
@@ -121,7 +121,7 @@ func TestRunGreedyMatchesSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 	rule, _ := verify.SelectRule(tr.Weights, m.Header.QuantType)
-	e2 := engine(t, m)
+	e2 := newEngine(t, m)
 	if rep, err := verify.Replay(e2, &tr.Trace, rule); err != nil || !rep.Pass {
 		t.Fatalf("replaying the recorded trace: %v %+v", err, rep)
 	}

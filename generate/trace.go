@@ -2,8 +2,8 @@ package generate
 
 import (
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/quant"
-	"github.com/cflow-dev/cflow/runtime"
 	"github.com/cflow-dev/cflow/verify"
 )
 
@@ -32,6 +32,6 @@ func TraceWeights(q quant.Type) string {
 	return "f32"
 }
 
-func (t *Trace) record(pos, tok int, obs *runtime.Observation, logits []float32) {
+func (t *Trace) record(pos, tok int, obs *engine.Observation, logits []float32) {
 	t.Steps = append(t.Steps, verify.Record(pos, tok, obs, logits))
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/cflow-dev/cflow/runtime"
+	"github.com/cflow-dev/cflow/engine"
 )
 
 // Comparison is `cflowc ppl FILE --kl-base BASE`: the same chunks scored
@@ -37,7 +37,7 @@ type Comparison struct {
 // of ctx − 1 after BOS, both engines reset per chunk) and compares their
 // next-token distributions position by position. Both engines must share
 // the vocabulary.
-func Compare(file, base *runtime.Engine, ids []int, bos, ctx, textBytes int, progress func(done, total int)) (*Comparison, error) {
+func Compare(file, base *engine.Engine, ids []int, bos, ctx, textBytes int, progress func(done, total int)) (*Comparison, error) {
 	if vf, vb := file.Header().VocabSize, base.Header().VocabSize; vf != vb {
 		return nil, fmt.Errorf("ppl: the file's vocabulary has %d tokens, the base's %d", vf, vb)
 	}
@@ -97,7 +97,7 @@ func Compare(file, base *runtime.Engine, ids []int, bos, ctx, textBytes int, pro
 
 // checkArgs refuses what Evaluate and Compare cannot score, before any
 // decoding.
-func checkArgs(e *runtime.Engine, ids []int, bos, ctx, textBytes int) error {
+func checkArgs(e *engine.Engine, ids []int, bos, ctx, textBytes int) error {
 	h := e.Header()
 	V := int(h.VocabSize)
 	switch {
@@ -123,12 +123,12 @@ func checkArgs(e *runtime.Engine, ids []int, bos, ctx, textBytes int) error {
 // scoreChunk runs [BOS] + chunk[:len−1] from an empty cache as one batched
 // prefill and hands fn the logits predicting chunk[i], for every i in
 // order. The logits slice is only valid during the call.
-func scoreChunk(e *runtime.Engine, bos int, chunk []int, fn func(i int, logits []float32)) error {
+func scoreChunk(e *engine.Engine, bos int, chunk []int, fn func(i int, logits []float32)) error {
 	e.Reset()
 	in := make([]int, len(chunk))
 	in[0] = bos
 	copy(in[1:], chunk[:len(chunk)-1])
-	return e.PrefillEach(in, func(i int, logits []float32, _ *runtime.Observation) error {
+	return e.PrefillEach(in, func(i int, logits []float32, _ *engine.Observation) error {
 		fn(i, logits)
 		return nil
 	})

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/quant"
-	"github.com/cflow-dev/cflow/runtime"
 )
 
 // heldOut is golden/train/data.py's test split (never trained on; licence
@@ -25,9 +25,9 @@ var qualityBar = map[quant.Type]struct{ ratio, kld, same float64 }{
 	quant.Q4_0: {1.03, 0.03, 0.90},
 }
 
-func engine(t *testing.T, m *cflowfmt.Model) *runtime.Engine {
+func newEngine(t *testing.T, m *cflowfmt.Model) *engine.Engine {
 	t.Helper()
-	e, err := runtime.New(m, runtime.Options{Threads: 1})
+	e, err := engine.New(m, engine.Options{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,10 +63,10 @@ func TestQuantizationQuality(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			base := engine(t, baseModel)
+			base := newEngine(t, baseModel)
 			ctx := DefaultCtx(&baseModel.Header)
 			for _, q := range []quant.Type{quant.Q8_0, quant.Q4_0} {
-				c, err := Compare(engine(t, convertTrained(t, arch, ".cflow", q)), base, ids, bos, ctx, len(text), nil)
+				c, err := Compare(newEngine(t, convertTrained(t, arch, ".cflow", q)), base, ids, bos, ctx, len(text), nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -99,7 +99,7 @@ func TestCompareAgreesWithEvaluate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	file, base := engine(t, fm), engine(t, bm)
+	file, base := newEngine(t, fm), newEngine(t, bm)
 	const ctx = 100 // several chunks, the last one short
 	c, err := Compare(file, base, ids, bos, ctx, len(text), nil)
 	if err != nil {
@@ -128,7 +128,7 @@ func TestCompareAgreesWithEvaluate(t *testing.T) {
 	}
 	// One position by hand: KL of the distributions after BOS.
 	var pb, pf []float64
-	for _, e := range []*runtime.Engine{base, file} {
+	for _, e := range []*engine.Engine{base, file} {
 		e.Reset()
 		z, err := e.Step(bos)
 		if err != nil {

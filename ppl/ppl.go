@@ -20,8 +20,8 @@ import (
 	"math"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/quant"
-	"github.com/cflow-dev/cflow/runtime"
 	"github.com/cflow-dev/cflow/tokenizer"
 )
 
@@ -86,7 +86,7 @@ func Text(m *cflowfmt.Model, text []byte, opt Options) (*Result, error) {
 	if ctx == 0 {
 		ctx = DefaultCtx(&m.Header)
 	}
-	e, err := runtime.New(m, runtime.Options{Threads: opt.Threads, Kernel: opt.Kernel})
+	e, err := engine.New(m, engine.Options{Threads: opt.Threads, Kernel: opt.Kernel})
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func Text(m *cflowfmt.Model, text []byte, opt Options) (*Result, error) {
 
 // Evaluate scores ids (no BOS) on e by the protocol, with chunks of ctx − 1
 // ids each after BOS. textBytes is the bits-per-byte denominator.
-func Evaluate(e *runtime.Engine, ids []int, bos, ctx, textBytes int, progress func(done, total int)) (*Result, error) {
+func Evaluate(e *engine.Engine, ids []int, bos, ctx, textBytes int, progress func(done, total int)) (*Result, error) {
 	if err := checkArgs(e, ids, bos, ctx, textBytes); err != nil {
 		return nil, err
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/convert"
+	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/quant"
-	"github.com/cflow-dev/cflow/runtime"
 	"github.com/cflow-dev/cflow/verify"
 	"github.com/cflow-dev/cflow/vflowfmt"
 )
@@ -182,7 +182,7 @@ func TestEvaluateErrors(t *testing.T) {
 		t.Skip("no trained llama checkpoint")
 	}
 	m := convertTrained(t, "llama", ".cflow", quant.Q4_0)
-	e, err := runtime.New(m, runtime.Options{Threads: 1})
+	e, err := engine.New(m, engine.Options{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@
 # (`make test-avx512-e2e`). `make test-avx512` holds the kernels to Dot and
 # the oracle inside quant; this runs whole models through each kernel as
 # the engine's default, which is what a CPU running it would do:
-#   runtime  TestInt8Kernels (every int8 kernel against the float64 reference,
+#   engine   TestInt8Kernels (every int8 kernel against the float64 reference,
 #            decoding two architectures)
 #   verify   TestBatchedPrefillMatchesSteps, TestStepBatchMatchesAlone
 #            (batched prefill and server ticks against token by token, every
@@ -13,15 +13,15 @@
 #            for both trained models on held-out text; only when PACKAGES
 #            names it: on the Zen 3 VM one of its four comparisons took
 #            ~35 minutes of emulation and the run did not end in 90)
-# with CFLOW_KERNEL set to each of KERNELS in turn (runtime's test covers all
+# with CFLOW_KERNEL set to each of KERNELS in turn (engine's test covers all
 # kernels in one run). Before a kernel becomes a VNNI CPU's default, this
 # says it computes what the default would have to.
 #
 # Usage: avx512-e2e.sh   (no arguments)
-# Environment: KERNELS ("vnni vnnipair vnnirl"), PACKAGES ("runtime verify";
+# Environment: KERNELS ("vnni vnnipair vnnirl"), PACKAGES ("engine verify";
 #   add ppl for the quality table), OUT (bin/avx512-e2e: test binaries and one
 #   log per run).
-# Time on the Zen 3 VM (2 vCPUs): runtime ~1 minute, verify 9–13 minutes a
+# Time on the Zen 3 VM (2 vCPUs): engine ~1 minute, verify 9–13 minutes a
 #   kernel (boot included): 28m39s for the default lists at 5518a09.
 # Exit status: 0 if every run passed, 1 if any failed, 2 on usage errors,
 #   3 if staging or a test binary's build failed, or the emulator failed or
@@ -32,7 +32,7 @@ set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${OUT:-$root/bin/avx512-e2e}"
 kernels="${KERNELS:-vnni vnnipair vnnirl}"
-packages="${PACKAGES:-runtime verify}"
+packages="${PACKAGES:-engine verify}"
 mkdir -p "$out"
 
 # The guest gets the packages' testdata and the parts of golden/ their
@@ -46,7 +46,7 @@ done
 cp -rL "$root/golden/train/text" "$stage/golden/train/" || exit 3
 
 declare -A run=(
-	[runtime]='^TestInt8Kernels$'
+	[engine]='^TestInt8Kernels$'
 	[verify]='^(TestBatchedPrefillMatchesSteps|TestStepBatchMatchesAlone)$'
 	[ppl]='^TestQuantizationQuality$'
 )
@@ -57,7 +57,7 @@ for p in $packages; do
 	[ -d "$root/$p/testdata" ] && cp -rL "$root/$p/testdata" "$stage/$p/"
 	(cd "$root" && CGO_ENABLED=0 go test -c -o "$out/$p.test" "./$p") || exit 3
 	ks="$kernels"
-	[ "$p" = runtime ] && ks=all # TestInt8Kernels walks every kernel itself
+	[ "$p" = engine ] && ks=all # TestInt8Kernels walks every kernel itself
 	for k in $ks; do
 		env=()
 		[ "$k" = all ] || env=(-e "CFLOW_KERNEL=$k")

@@ -2,7 +2,7 @@ package serve
 
 import (
 	"github.com/cflow-dev/cflow/cflowfmt"
-	"github.com/cflow-dev/cflow/runtime"
+	"github.com/cflow-dev/cflow/engine"
 )
 
 // backend runs the model for the scheduler: slots sequences, each with its
@@ -27,20 +27,20 @@ type slotFeed struct {
 	logits bool
 }
 
-// batched is the backend of one runtime.Engine with one runtime.Sequence
+// batched is the backend of one engine.Engine with one engine.Sequence
 // (its own KV cache) per slot: a tick's feeds go through Engine.StepFeeds,
 // one pass over the weight tiles for every decode token and prompt chunk.
 // Each sequence's logits are bit-identical to what Step gives it alone.
 type batched struct {
-	e    *runtime.Engine
-	seqs []*runtime.Sequence
-	fs   []runtime.Feed
+	e    *engine.Engine
+	seqs []*engine.Sequence
+	fs   []engine.Feed
 	out  [][]float32
 	errs []error
 }
 
-func newBatched(m *cflowfmt.Model, slots int, opt runtime.Options) (*batched, error) {
-	e, err := runtime.New(m, opt)
+func newBatched(m *cflowfmt.Model, slots int, opt engine.Options) (*batched, error) {
+	e, err := engine.New(m, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +56,7 @@ func (b *batched) reset(slot int) { b.seqs[slot].Reset() }
 func (b *batched) feed(fs []slotFeed) ([][]float32, []error) {
 	b.fs, b.errs = b.fs[:0], b.errs[:0]
 	for _, f := range fs {
-		b.fs = append(b.fs, runtime.Feed{Seq: b.seqs[f.slot], Toks: f.toks, Logits: f.logits})
+		b.fs = append(b.fs, engine.Feed{Seq: b.seqs[f.slot], Toks: f.toks, Logits: f.logits})
 		b.errs = append(b.errs, nil)
 	}
 	out, err := b.e.StepFeeds(b.fs)

@@ -17,9 +17,9 @@ import (
 
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/convert"
+	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/generate"
 	"github.com/cflow-dev/cflow/quant"
-	"github.com/cflow-dev/cflow/runtime"
 	"github.com/cflow-dev/cflow/tokenizer"
 	"github.com/cflow-dev/cflow/verify"
 	"github.com/cflow-dev/cflow/vflowfmt"
@@ -94,7 +94,7 @@ func startServer(t testing.TB, cfg Config, wrap func(backend) backend) (*Server,
 func greedyText(t testing.TB, prompt string, n int) string {
 	t.Helper()
 	m, tk := demoModel(t)
-	e, err := runtime.New(m, runtime.Options{Threads: 1})
+	e, err := engine.New(m, engine.Options{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

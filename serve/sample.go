@@ -1,7 +1,7 @@
 package serve
 
 import (
-	goruntime "runtime"
+	"runtime"
 	"sync/atomic"
 
 	"github.com/cflow-dev/cflow/generate"
@@ -36,7 +36,7 @@ func (s *scheduler) sample(logits [][]float32) {
 		return true
 	}
 	var helped chan struct{} // one receive per sequence a helper sampled
-	if helpers := min(n-1, goruntime.GOMAXPROCS(0)-1); helpers > 0 {
+	if helpers := min(n-1, runtime.GOMAXPROCS(0)-1); helpers > 0 {
 		helped = make(chan struct{}, n)
 		for range helpers {
 			go func() {

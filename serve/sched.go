@@ -9,15 +9,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/generate"
-	"github.com/cflow-dev/cflow/runtime"
 )
 
 // tickColumns bounds the tokens one tick feeds (decode tokens and prompt
 // chunks together: one pass over the weights), so a long prompt delays the
 // decoding sequences' next tokens by at most one such pass. It is the
 // runtime's batch: each weight tile is read once for all of them.
-const tickColumns = runtime.MaxBatch
+const tickColumns = engine.MaxBatch
 
 // minChunk is the prompt tokens a tick feeds even when decode tokens fill
 // tickColumns (more slots than columns), so prompts still progress.
@@ -243,7 +243,7 @@ func (s *scheduler) tick() {
 		seq := sl.j.seq
 		s.outs[k] = outcome{}
 		switch err := errs[k]; {
-		case errors.Is(err, runtime.ErrContextFull) && sl.fed == len(seq.Prompt()):
+		case errors.Is(err, engine.ErrContextFull) && sl.fed == len(seq.Prompt()):
 			s.outs[k] = outcome{deliver: true, tok: seq.Cut("context full")}
 		case err != nil:
 			s.outs[k].err = err

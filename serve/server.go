@@ -1,7 +1,7 @@
 // Package serve is cflowc serve: an OpenAI-compatible HTTP server (chat and
 // text completions, streaming or not, models, health) over one model file.
 // One scheduler goroutine owns the engine and advances every active
-// sequence each tick in one pass over the weights (runtime.StepFeeds: each
+// sequence each tick in one pass over the weights (engine.StepFeeds: each
 // decoding sequence's token and chunks of new prompts together; each
 // sequence has its own KV cache; requests join and leave between ticks);
 // handlers only parse, validate and stream. Decoding is the generate
@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
-	"github.com/cflow-dev/cflow/runtime"
+	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/tokenizer"
 )
 
@@ -94,7 +94,7 @@ func newServer(cfg Config, wrap func(backend) backend) (*Server, error) {
 	if s.tmpl == nil && cfg.Tokenizer != nil {
 		s.tmpl = Plain{cfg.Tokenizer}
 	}
-	be, err := newBatched(cfg.Model, cfg.Parallel, runtime.Options{Threads: cfg.Threads})
+	be, err := newBatched(cfg.Model, cfg.Parallel, engine.Options{Threads: cfg.Threads})
 	if err != nil {
 		return nil, err
 	}

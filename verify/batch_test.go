@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/quant"
-	"github.com/cflow-dev/cflow/runtime"
 )
 
 // fixtureModels lists every architecture fixture (golden/fixtures and the
@@ -44,7 +44,7 @@ func testTokens(n, vocab, seed int) []int {
 
 // stepAll feeds toks one Step at a time from an empty sequence and keeps
 // every position's logits and observation.
-func stepAll(t *testing.T, e *runtime.Engine, toks []int) (logits [][]float32, norms [][]float64) {
+func stepAll(t *testing.T, e *engine.Engine, toks []int) (logits [][]float32, norms [][]float64) {
 	t.Helper()
 	e.Reset()
 	for _, tok := range toks {
@@ -87,14 +87,14 @@ func TestBatchedPrefillMatchesSteps(t *testing.T) {
 		for _, q := range []quant.Type{quant.F32, quant.Q4_0} {
 			t.Run(filepath.Base(fixture)+"/"+q.String(), func(t *testing.T) {
 				for _, k := range kernels {
-					e := convertFixture(t, fixture, t.TempDir(), ".cflow", q, runtime.Options{Batch: 24, Kernel: k})
+					e := convertFixture(t, fixture, t.TempDir(), ".cflow", q, engine.Options{Batch: 24, Kernel: k})
 					h := e.Header()
 					toks := testTokens(min(61, int(h.MaxSeqLen)-1), int(h.VocabSize), 7)
 					wantL, wantN := stepAll(t, e, toks)
 					e.Reset()
 					var worst float64
 					var bad []string
-					err := e.PrefillEach(toks, func(i int, l []float32, obs *runtime.Observation) error {
+					err := e.PrefillEach(toks, func(i int, l []float32, obs *engine.Observation) error {
 						gotN := append(append([]float64(nil), obs.ResidualNorms...), obs.PreLMHeadNorm)
 						worst = max(worst, maxRel(l, wantL[i], 1e-3), maxRel(gotN, wantN[i], 1e-12))
 						if why := replayRule(l, wantL[i], gotN, wantN[i]); why != "" {
@@ -174,11 +174,11 @@ func replayRule(got, want []float32, gotN, wantN []float64) string {
 func TestStepBatchMatchesAlone(t *testing.T) {
 	for _, fixture := range fixtureModels(t) {
 		t.Run(filepath.Base(fixture), func(t *testing.T) {
-			e := convertFixture(t, fixture, t.TempDir(), ".cflow", quant.Q4_0, runtime.Options{})
+			e := convertFixture(t, fixture, t.TempDir(), ".cflow", quant.Q4_0, engine.Options{})
 			h := e.Header()
 			V, maxLen := int(h.VocabSize), int(h.MaxSeqLen)
 			const decode = 6
-			var seqs []*runtime.Sequence
+			var seqs []*engine.Sequence
 			var streams [][]int
 			for i, plen := range []int{5, 1, 17} {
 				plen = min(plen, maxLen-decode)
@@ -216,7 +216,7 @@ func TestStepBatchMatchesAlone(t *testing.T) {
 			}
 			// Refusals name the column and feed nothing.
 			pos := seqs[0].Pos()
-			if _, err := e.StepBatch([]*runtime.Sequence{seqs[0], seqs[0]}, []int{1, 1}); err == nil {
+			if _, err := e.StepBatch([]*engine.Sequence{seqs[0], seqs[0]}, []int{1, 1}); err == nil {
 				t.Error("a sequence twice in one batch: no error")
 			}
 			if _, err := e.StepBatch(seqs[:2], []int{1, V}); err == nil {

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/cflow-dev/cflow/convert"
+	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/quant"
-	"github.com/cflow-dev/cflow/runtime"
 	"github.com/cflow-dev/cflow/vflowfmt"
 )
 
@@ -65,8 +65,8 @@ func TestFamilyMoEStagedExperts(t *testing.T) {
 			for i := range ts {
 				perExpert += int64(ts[i].Bytes()) // header, scales, data: what a read costs
 			}
-			for _, mode := range []runtime.ExpertIO{runtime.ExpertIOSync, runtime.ExpertIODirect} {
-				e, err := runtime.New(m, runtime.Options{Threads: 2, ExpertIO: mode, Kernel: Kernel()})
+			for _, mode := range []engine.ExpertIO{engine.ExpertIOSync, engine.ExpertIODirect} {
+				e, err := engine.New(m, engine.Options{Threads: 2, ExpertIO: mode, Kernel: Kernel()})
 				if err != nil {
 					t.Fatal(err)
 				}

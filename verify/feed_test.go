@@ -4,8 +4,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/quant"
-	"github.com/cflow-dev/cflow/runtime"
 )
 
 // TestStepFeedsMatchesAlone: one StepFeeds pass mixing a decode token, a
@@ -17,14 +17,14 @@ import (
 func TestStepFeedsMatchesAlone(t *testing.T) {
 	for _, fixture := range fixtureModels(t) {
 		t.Run(filepath.Base(fixture), func(t *testing.T) {
-			e := convertFixture(t, fixture, t.TempDir(), ".cflow", quant.Q4_0, runtime.Options{})
+			e := convertFixture(t, fixture, t.TempDir(), ".cflow", quant.Q4_0, engine.Options{})
 			h := e.Header()
 			V, maxLen := int(h.VocabSize), int(h.MaxSeqLen)
 			// before: tokens fed before the mixed pass; mixed: fed in it.
 			plans := []struct{ before, mixed int }{{5, 1}, {3, 20}, {2, 5}, {0, 70}}
-			var seqs []*runtime.Sequence
+			var seqs []*engine.Sequence
 			var streams [][]int
-			var feeds []runtime.Feed
+			var feeds []engine.Feed
 			for i, p := range plans {
 				n := min(p.before+p.mixed, maxLen-1)
 				before := min(p.before, n-1)
@@ -37,7 +37,7 @@ func TestStepFeedsMatchesAlone(t *testing.T) {
 					}
 				}
 				seqs = append(seqs, q)
-				feeds = append(feeds, runtime.Feed{Seq: q, Toks: toks[before:n], Logits: i != 2})
+				feeds = append(feeds, engine.Feed{Seq: q, Toks: toks[before:n], Logits: i != 2})
 			}
 			got, err := e.StepFeeds(feeds)
 			if err != nil {
@@ -50,9 +50,9 @@ func TestStepFeedsMatchesAlone(t *testing.T) {
 				}
 				mixed[i] = append([]float32(nil), l...)
 			}
-			var dec []runtime.Feed
+			var dec []engine.Feed
 			for i, q := range seqs {
-				dec = append(dec, runtime.Feed{Seq: q, Toks: streams[i][q.Pos() : q.Pos()+1], Logits: true})
+				dec = append(dec, engine.Feed{Seq: q, Toks: streams[i][q.Pos() : q.Pos()+1], Logits: true})
 			}
 			last, err := e.StepFeeds(dec)
 			if err != nil {
@@ -74,7 +74,7 @@ func TestStepFeedsMatchesAlone(t *testing.T) {
 				}
 			}
 			pos := seqs[0].Pos()
-			for name, bad := range map[string][]runtime.Feed{
+			for name, bad := range map[string][]engine.Feed{
 				"a sequence twice":               {{Seq: seqs[0], Toks: []int{1}}, {Seq: seqs[0], Toks: []int{1}}},
 				"a token outside the vocabulary": {{Seq: seqs[0], Toks: []int{1}}, {Seq: seqs[1], Toks: []int{V}}},
 				"an empty feed":                  {{Seq: seqs[0], Toks: []int{1}}, {Seq: seqs[1]}},

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/cflow-dev/cflow/convert"
+	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/quant"
-	"github.com/cflow-dev/cflow/runtime"
 	"github.com/cflow-dev/cflow/vflowfmt"
 )
 
@@ -20,7 +20,7 @@ const goldenDir = "../golden"
 
 // convertFixture converts a golden fixture with the converter's API into
 // dir, as .cflow or .vflow (ext), and opens it with the format readers.
-func convertFixture(t *testing.T, fixture, dir, ext string, q quant.Type, opt ...runtime.Options) *runtime.Engine {
+func convertFixture(t *testing.T, fixture, dir, ext string, q quant.Type, opt ...engine.Options) *engine.Engine {
 	t.Helper()
 	out := filepath.Join(dir, filepath.Base(fixture)+"_"+q.String()+ext)
 	if _, err := convert.Convert(context.Background(), fixture, out, convert.Options{Quant: q, NUMANodes: 1, Workers: 1}); err != nil {
@@ -31,7 +31,7 @@ func convertFixture(t *testing.T, fixture, dir, ext string, q quant.Type, opt ..
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	o := runtime.Options{Kernel: Kernel()}
+	o := engine.Options{Kernel: Kernel()}
 	if len(opt) > 0 {
 		o = opt[0]
 	}
@@ -39,7 +39,7 @@ func convertFixture(t *testing.T, fixture, dir, ext string, q quant.Type, opt ..
 	if o.Kernel == nil {
 		o.Kernel = Kernel()
 	}
-	e, err := runtime.New(m, o)
+	e, err := engine.New(m, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,8 @@ import (
 	"math"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/quant"
-	"github.com/cflow-dev/cflow/runtime"
 )
 
 // ErrMismatch marks a trace that belongs to another model (vocabulary or
@@ -73,13 +73,13 @@ func CheckModel(h *cflowfmt.Header, passes int, t *Trace) error {
 // forcing makes the whole token list known up front, so it goes through
 // the engine's batched prefill: every trace verified is also a check of the
 // batched forward.
-func Replay(e *runtime.Engine, t *Trace, rule Rule) (*Report, error) {
+func Replay(e *engine.Engine, t *Trace, rule Rule) (*Report, error) {
 	return ReplayProgress(e, t, rule, nil)
 }
 
 // ReplayProgress is Replay calling onStep(done, total) after each step, so
 // the CLI can show a bar over a long trace; onStep may be nil.
-func ReplayProgress(e *runtime.Engine, t *Trace, rule Rule, onStep func(done, total int64)) (*Report, error) {
+func ReplayProgress(e *engine.Engine, t *Trace, rule Rule, onStep func(done, total int64)) (*Report, error) {
 	h := e.Header()
 	if err := CheckModel(h, e.Passes(), t); err != nil {
 		return nil, err
@@ -91,7 +91,7 @@ func ReplayProgress(e *runtime.Engine, t *Trace, rule Rule, onStep func(done, to
 		toks[i] = t.Token(i)
 	}
 	if len(toks) > 0 {
-		err := e.PrefillEach(toks, func(i int, logits []float32, obs *runtime.Observation) error {
+		err := e.PrefillEach(toks, func(i int, logits []float32, obs *engine.Observation) error {
 			rep.Steps = append(rep.Steps, judge(i, t.Steps[i], obs, logits, rule))
 			if onStep != nil {
 				onStep(int64(i+1), int64(len(toks)))
@@ -114,7 +114,7 @@ func rel(a, b, scale float64) float64 {
 }
 
 // judge scores one step against the reference step rs.
-func judge(i int, rs Step, obs *runtime.Observation, logits []float32, rule Rule) StepResult {
+func judge(i int, rs Step, obs *engine.Observation, logits []float32, rule Rule) StepResult {
 	r := StepResult{Step: i, Position: rs.Position, Token: rs.InputToken, RefArgmax: rs.Argmax, OK: true}
 	for j, want := range rs.ResidualNorms {
 		r.NormErr = math.Max(r.NormErr, rel(obs.ResidualNorms[j], want, math.Abs(want)))

@@ -11,7 +11,7 @@ import (
 	"sort"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
-	"github.com/cflow-dev/cflow/runtime"
+	"github.com/cflow-dev/cflow/engine"
 )
 
 // Schema is the only trace schema this package reads and writes.
@@ -101,7 +101,7 @@ func (t *Trace) Write(w io.Writer) error {
 
 // Record makes a trace step from what the engine just computed for token
 // tok at position pos.
-func Record(pos, tok int, obs *runtime.Observation, logits []float32) Step {
+func Record(pos, tok int, obs *engine.Observation, logits []float32) Step {
 	ids := TopK(logits, TopN)
 	s := Step{Position: pos, InputToken: tok, PreLMHeadNorm: obs.PreLMHeadNorm,
 		ResidualNorms: append([]float64(nil), obs.ResidualNorms...), TopIDs: ids, Argmax: ids[0]}

@@ -10,13 +10,13 @@ import (
 
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/cflowfmt/fmttest"
+	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/quant"
-	"github.com/cflow-dev/cflow/runtime"
 )
 
 // smallModel writes a random .cflow with the formats' test generator and
 // opens it with the real reader.
-func smallModel(t *testing.T, q quant.Type) *runtime.Engine {
+func smallModel(t *testing.T, q quant.Type) *engine.Engine {
 	t.Helper()
 	r := rand.New(rand.NewSource(4))
 	s := fmttest.Random(r, q)
@@ -31,7 +31,7 @@ func smallModel(t *testing.T, q quant.Type) *runtime.Engine {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	e, err := runtime.New(f.Model, runtime.Options{Threads: 1, Kernel: Kernel()})
+	e, err := engine.New(f.Model, engine.Options{Threads: 1, Kernel: Kernel()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func smallModel(t *testing.T, q quant.Type) *runtime.Engine {
 
 // record runs the engine over tokens and writes what it computed as a
 // trace (weights "f32" for an F32 file).
-func record(t *testing.T, e *runtime.Engine, toks []int) *Trace {
+func record(t *testing.T, e *engine.Engine, toks []int) *Trace {
 	tr := &Trace{Schema: Schema, Model: "m", Architecture: "m", Weights: "f32", Prompt: toks[:2], Generated: toks[2:]}
 	for i, tok := range toks {
 		logits, err := e.Step(tok)

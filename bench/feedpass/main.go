@@ -1,4 +1,4 @@
-// Command feedpass measures what one runtime.Engine.StepFeeds pass costs
+// Command feedpass measures what one engine.Engine.StepFeeds pass costs
 // for the shapes a serving tick takes — B decode tokens of B sequences, a
 // 32-token prompt, decode tokens and a prompt together — relative to one
 // sequence's decode token: how much continuous batching can buy on this
@@ -14,14 +14,14 @@ import (
 	"fmt"
 	"log"
 	"os"
-	goruntime "runtime"
+	"runtime"
 	"runtime/pprof"
 	"sort"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/cflow-dev/cflow/runtime"
+	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/vflowfmt"
 )
 
@@ -38,12 +38,12 @@ func main() {
 	if *path == "" || *threads < 1 || *passes < 1 || *rounds < 1 || *held < 1 {
 		log.Fatal("need -model; -threads, -passes, -rounds and -prefix ≥ 1")
 	}
-	goruntime.GOMAXPROCS(*threads + 1)
+	runtime.GOMAXPROCS(*threads + 1)
 	m, err := vflowfmt.OpenModel(*path)
 	if err != nil {
 		log.Fatal(err)
 	}
-	e, err := runtime.New(m, runtime.Options{Threads: *threads})
+	e, err := engine.New(m, engine.Options{Threads: *threads})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -115,16 +115,16 @@ const promptLen = 32
 // of one shape (-only, -cpuprofile) holds as little prefill as it can.
 type shape struct {
 	name  string
-	feeds func() []runtime.Feed
+	feeds func() []engine.Feed
 	reset func() error
 }
 
 // tickShapes returns the shapes a serving tick takes on e: B decode tokens
 // of B sequences (each continuing its own history by one token per pass),
 // a prompt alone, decode tokens and a prompt in one pass.
-func tickShapes(e *runtime.Engine, held int) []shape {
+func tickShapes(e *engine.Engine, held int) []shape {
 	V := int(e.Header().VocabSize)
-	seqs := make([]*runtime.Sequence, 9)
+	seqs := make([]*engine.Sequence, 9)
 	for i := range seqs {
 		seqs[i] = e.NewSequence()
 	}
@@ -135,29 +135,29 @@ func tickShapes(e *runtime.Engine, held int) []shape {
 	reset := func(b int) func() error {
 		return func() error { return resetSeqs(e, seqs[:b], prefix(V, held)) }
 	}
-	decode := func(b int) []runtime.Feed {
-		var fs []runtime.Feed
+	decode := func(b int) []engine.Feed {
+		var fs []engine.Feed
 		for i := range b {
-			fs = append(fs, runtime.Feed{Seq: seqs[i], Toks: []int{(500 + i) % V}, Logits: true})
+			fs = append(fs, engine.Feed{Seq: seqs[i], Toks: []int{(500 + i) % V}, Logits: true})
 		}
 		return fs
 	}
-	withPrompt := func(fs []runtime.Feed) []runtime.Feed {
+	withPrompt := func(fs []engine.Feed) []engine.Feed {
 		seqs[8].Reset()
-		return append(fs, runtime.Feed{Seq: seqs[8], Toks: prompt, Logits: true})
+		return append(fs, engine.Feed{Seq: seqs[8], Toks: prompt, Logits: true})
 	}
 	return []shape{
-		{"1 decode token", func() []runtime.Feed { return decode(1) }, reset(1)},
-		{"2 decode tokens", func() []runtime.Feed { return decode(2) }, reset(2)},
-		{"4 decode tokens", func() []runtime.Feed { return decode(4) }, reset(4)},
-		{"8 decode tokens", func() []runtime.Feed { return decode(8) }, reset(8)},
-		{fmt.Sprintf("%d prompt tokens", promptLen), func() []runtime.Feed { return withPrompt(nil) }, reset(0)},
-		{fmt.Sprintf("4 decode + %d prompt", promptLen), func() []runtime.Feed { return withPrompt(decode(4)) }, reset(4)},
+		{"1 decode token", func() []engine.Feed { return decode(1) }, reset(1)},
+		{"2 decode tokens", func() []engine.Feed { return decode(2) }, reset(2)},
+		{"4 decode tokens", func() []engine.Feed { return decode(4) }, reset(4)},
+		{"8 decode tokens", func() []engine.Feed { return decode(8) }, reset(8)},
+		{fmt.Sprintf("%d prompt tokens", promptLen), func() []engine.Feed { return withPrompt(nil) }, reset(0)},
+		{fmt.Sprintf("4 decode + %d prompt", promptLen), func() []engine.Feed { return withPrompt(decode(4)) }, reset(4)},
 	}
 }
 
 // resetSeqs empties qs and feeds each the tokens pre.
-func resetSeqs(e *runtime.Engine, qs []*runtime.Sequence, pre []int) error {
+func resetSeqs(e *engine.Engine, qs []*engine.Sequence, pre []int) error {
 	for _, q := range qs {
 		q.Reset()
 		if _, err := e.PrefillSequence(q, pre, nil); err != nil {
@@ -169,7 +169,7 @@ func resetSeqs(e *runtime.Engine, qs []*runtime.Sequence, pre []int) error {
 
 // measure times passes passes of every shape per round (clock in seconds)
 // and returns each shape's milliseconds per pass, one entry per round.
-func measure(e *runtime.Engine, shapes []shape, rounds, passes int, clock func() float64) ([][]float64, error) {
+func measure(e *engine.Engine, shapes []shape, rounds, passes int, clock func() float64) ([][]float64, error) {
 	ms := make([][]float64, len(shapes))
 	for range rounds {
 		for k, sh := range shapes {

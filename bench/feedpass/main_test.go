@@ -8,8 +8,8 @@ import (
 
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/cflowfmt/fmttest"
+	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/quant"
-	"github.com/cflow-dev/cflow/runtime"
 )
 
 // TestShapesFeedWhatTheySay: every shape feedpass times is the tick it is
@@ -27,12 +27,12 @@ func TestShapesFeedWhatTheySay(t *testing.T) {
 
 func testShapes(t *testing.T, held int) {
 	m := tinyModel(t)
-	e, err := runtime.New(m, runtime.Options{Threads: 2})
+	e, err := engine.New(m, engine.Options{Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	ref, err := runtime.New(m, runtime.Options{Threads: 1})
+	ref, err := engine.New(m, engine.Options{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func testShapes(t *testing.T, held int) {
 		if err := sh.reset(); err != nil {
 			t.Fatal(err)
 		}
-		hist := map[*runtime.Sequence][]int{}
+		hist := map[*engine.Sequence][]int{}
 		for pass := range 3 {
 			fs := sh.feeds()
 			var got [2]int
@@ -101,7 +101,7 @@ func testShapes(t *testing.T, held int) {
 // reset before every shape's passes.
 func TestMeasure(t *testing.T) {
 	m := tinyModel(t)
-	e, err := runtime.New(m, runtime.Options{Threads: 1})
+	e, err := engine.New(m, engine.Options{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
-	goruntime "runtime"
+	"runtime"
 	"strings"
 
 	"github.com/schollz/progressbar/v3"
@@ -133,7 +133,7 @@ func readArgFile(path string) ([]byte, error) {
 // maxThreads bounds --threads: four workers per CPU (at least 16). More
 // only oversubscribes the cores, and each worker owns buffers and an OS
 // thread, so 100000 would exhaust memory before decoding a token.
-func maxThreads() int { return max(16, 4*goruntime.NumCPU()) }
+func maxThreads() int { return max(16, 4*runtime.NumCPU()) }
 
 // checkThreads is every command's --threads rule, with its own message.
 func checkThreads(cmd string, n int) error {
@@ -155,8 +155,8 @@ func onOneCPU(threads int) (restore func()) {
 	if threads != 1 {
 		return func() {}
 	}
-	prev := goruntime.GOMAXPROCS(1)
-	return func() { goruntime.GOMAXPROCS(prev) }
+	prev := runtime.GOMAXPROCS(1)
+	return func() { runtime.GOMAXPROCS(prev) }
 }
 
 // checkOutput refuses an output path that is an input or a directory

@@ -2,7 +2,7 @@ package main
 
 import (
 	"reflect"
-	goruntime "runtime"
+	"runtime"
 	"testing"
 
 	"github.com/urfave/cli/v2"
@@ -34,17 +34,17 @@ func TestInterspersedMovesFlagsBeforePositionals(t *testing.T) {
 // TestOnOneCPU: a 1-thread command runs on one P and gives the setting
 // back; other thread counts leave it alone.
 func TestOnOneCPU(t *testing.T) {
-	before := goruntime.GOMAXPROCS(0)
+	before := runtime.GOMAXPROCS(0)
 	restore := onOneCPU(1)
-	if got := goruntime.GOMAXPROCS(0); got != 1 {
+	if got := runtime.GOMAXPROCS(0); got != 1 {
 		t.Errorf("GOMAXPROCS %d under a 1-thread command, want 1", got)
 	}
 	restore()
-	if got := goruntime.GOMAXPROCS(0); got != before {
+	if got := runtime.GOMAXPROCS(0); got != before {
 		t.Fatalf("GOMAXPROCS %d after, want %d back", got, before)
 	}
 	restore = onOneCPU(2)
-	if got := goruntime.GOMAXPROCS(0); got != before {
+	if got := runtime.GOMAXPROCS(0); got != before {
 		t.Errorf("GOMAXPROCS %d under a 2-thread command, want %d", got, before)
 	}
 	restore()

@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	goruntime "runtime"
+	"runtime"
 	"strings"
 
 	"github.com/cflow-dev/cflow/bench"
 	"github.com/cflow-dev/cflow/cflowfmt"
-	cfrt "github.com/cflow-dev/cflow/runtime"
+	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/vflowfmt"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
@@ -33,10 +33,10 @@ func init() {
 			"tok/s then counts every sequence's tokens, and the roofline divides a step's weight reads\n" +
 			"among them (exact for dense models). The JSON names the CPU (\"cpu\": /proc/cpuinfo's model name).",
 		Flags: []cli.Flag{
-			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: goruntime.NumCPU(), Usage: "decode and probe threads (as run, verify and ppl)", DefaultText: "every CPU"},
+			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: runtime.NumCPU(), Usage: "decode and probe threads (as run, verify and ppl)", DefaultText: "every CPU"},
 			&cli.IntFlag{Name: "tokens", Aliases: []string{"n"}, Value: 64, Usage: "decode tokens per run (0: no decode test)"},
 			&cli.IntFlag{Name: "prompt", Aliases: []string{"p"}, Usage: "prompt tokens of the prompt-processing test (llama-bench's ppN; 0: none)"},
-			&cli.IntFlag{Name: "batch", Usage: fmt.Sprintf("prompt tokens per pass over the weights (1..%d; 1 = token by token, the A/B baseline)", cfrt.MaxBatch), Value: cfrt.MaxBatch},
+			&cli.IntFlag{Name: "batch", Usage: fmt.Sprintf("prompt tokens per pass over the weights (1..%d; 1 = token by token, the A/B baseline)", engine.MaxBatch), Value: engine.MaxBatch},
 			&cli.IntFlag{Name: "parallel", Aliases: []string{"np"}, Value: 1, Usage: "sequences decoding together, 1..--batch (serve's --parallel; tok/s is their sum)"},
 			&cli.IntFlag{Name: "runs", Aliases: []string{"r"}, Value: 5, Usage: "timed runs, 1..1000 (median reported)"},
 			&cli.IntFlag{Name: "warmup", Value: 16, Usage: "untimed warm-up tokens"},
@@ -100,17 +100,17 @@ func runBench(c *cli.Context) error {
 			return cli.Exit(fmt.Sprintf("bench: --%s %d exceeds the model's context of %d", f, n, m.Header.MaxSeqLen), exitUsage)
 		}
 	}
-	if t := c.Int("threads"); t > goruntime.GOMAXPROCS(0) {
-		fmt.Fprintf(os.Stderr, "note: %d threads on GOMAXPROCS %d; raising GOMAXPROCS\n", t, goruntime.GOMAXPROCS(0))
-		goruntime.GOMAXPROCS(t)
+	if t := c.Int("threads"); t > runtime.GOMAXPROCS(0) {
+		fmt.Fprintf(os.Stderr, "note: %d threads on GOMAXPROCS %d; raising GOMAXPROCS\n", t, runtime.GOMAXPROCS(0))
+		runtime.GOMAXPROCS(t)
 	}
-	if b := c.Int("batch"); b < 1 || b > cfrt.MaxBatch {
-		return cli.Exit(fmt.Sprintf("bench: --batch %d outside 1..%d", b, cfrt.MaxBatch), exitUsage)
+	if b := c.Int("batch"); b < 1 || b > engine.MaxBatch {
+		return cli.Exit(fmt.Sprintf("bench: --batch %d outside 1..%d", b, engine.MaxBatch), exitUsage)
 	}
 	if n := c.Int("parallel"); n < 1 || n > c.Int("batch") {
 		return cli.Exit(fmt.Sprintf("bench: --parallel %d outside 1..%d (--batch: one pass feeds every sequence)", n, c.Int("batch")), exitUsage)
 	}
-	xio, err := cfrt.ParseExpertIO(c.String("expert-io"))
+	xio, err := engine.ParseExpertIO(c.String("expert-io"))
 	if err != nil {
 		return cli.Exit("bench: --expert-io: "+err.Error(), exitUsage)
 	}

@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	goruntime "runtime"
+	"runtime"
 	"strings"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/chat"
+	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/generate"
-	cfrt "github.com/cflow-dev/cflow/runtime"
 	"github.com/cflow-dev/cflow/tokenizer"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
@@ -34,7 +34,7 @@ func init() {
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "system", Usage: "system message that opens the conversation"},
 			&cli.IntFlag{Name: "max-tokens", Aliases: []string{"n"}, Value: 512, Usage: "reply tokens at most (≥ 1)"},
-			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: goruntime.NumCPU(), Usage: "decode threads"},
+			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: runtime.NumCPU(), Usage: "decode threads"},
 			&cli.BoolFlag{Name: "json", Usage: "one JSON object per turn instead of streamed text"},
 		}, samplingFlags()...),
 		Action: runChat,
@@ -118,10 +118,10 @@ func runChat(c *cli.Context) error {
 		Params: params, StopIDs: cm.stop, Tokenizer: cm.tk}, int(h.VocabSize), int(h.MaxSeqLen)); err != nil {
 		return flagError("chat", err)
 	}
-	if t := c.Int("threads"); t > goruntime.GOMAXPROCS(0) {
-		goruntime.GOMAXPROCS(t)
+	if t := c.Int("threads"); t > runtime.GOMAXPROCS(0) {
+		runtime.GOMAXPROCS(t)
 	}
-	e, err := cfrt.New(m, cfrt.Options{Threads: c.Int("threads")})
+	e, err := engine.New(m, engine.Options{Threads: c.Int("threads")})
 	if err != nil {
 		return cli.Exit("chat: "+err.Error(), exitUsage)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
-	cfrt "github.com/cflow-dev/cflow/runtime"
+	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/verify"
 )
 
@@ -33,7 +33,7 @@ const (
 // bug of ours (exit 3).
 func lateExit(cmd string, err error) error {
 	var fe *cflowfmt.FormatError
-	if errors.As(err, &fe) || errors.Is(err, cfrt.ErrContextFull) || errors.Is(err, verify.ErrMismatch) {
+	if errors.As(err, &fe) || errors.Is(err, engine.ErrContextFull) || errors.Is(err, verify.ErrMismatch) {
 		return cli.Exit(cmd+": "+err.Error(), exitUsage)
 	}
 	return cli.Exit(cmd+": "+err.Error(), exitError)

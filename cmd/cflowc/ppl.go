@@ -3,11 +3,11 @@ package main
 import (
 	"fmt"
 	"os"
-	goruntime "runtime"
+	"runtime"
 	"time"
 
+	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/ppl"
-	cfrt "github.com/cflow-dev/cflow/runtime"
 	"github.com/cflow-dev/cflow/verify"
 	"github.com/urfave/cli/v2"
 )
@@ -33,7 +33,7 @@ func init() {
 			&cli.StringFlag{Name: "kl-base", Usage: "also score the text under this file and compare (ppl_ratio, mean_kld, same_top)"},
 			&cli.BoolFlag{Name: "json", Usage: "print {ppl, bits_per_byte, tokens, ...} as JSON (with --kl-base: {ppl, base_ppl, ppl_ratio, mean_kld, same_top, ...})"},
 			&cli.BoolFlag{Name: "float-kernel", Usage: "keep activations in f32 (the kernel verify uses) instead of the default kernel"},
-			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: goruntime.NumCPU(), Usage: "decode threads"},
+			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: runtime.NumCPU(), Usage: "decode threads"},
 		},
 		Action: runPPL,
 	})
@@ -62,8 +62,8 @@ func runPPL(c *cli.Context) error {
 		return cli.Exit("ppl: "+err.Error(), exitUsage)
 	}
 	defer m.Close()
-	if t := c.Int("threads"); t > goruntime.GOMAXPROCS(0) {
-		goruntime.GOMAXPROCS(t)
+	if t := c.Int("threads"); t > runtime.GOMAXPROCS(0) {
+		runtime.GOMAXPROCS(t)
 	}
 	ids, bos, err := ppl.Tokenize(m, text)
 	if err != nil {
@@ -76,11 +76,11 @@ func runPPL(c *cli.Context) error {
 	if ctx == 0 {
 		ctx = ppl.DefaultCtx(&m.Header)
 	}
-	opt := cfrt.Options{Threads: c.Int("threads")}
+	opt := engine.Options{Threads: c.Int("threads")}
 	if c.Bool("float-kernel") {
 		opt.Kernel = verify.Kernel()
 	}
-	e, err := cfrt.New(m, opt)
+	e, err := engine.New(m, opt)
 	if err != nil {
 		return cli.Exit("ppl: "+err.Error(), exitUsage)
 	}
@@ -110,13 +110,13 @@ func runPPL(c *cli.Context) error {
 
 // comparePPL is ppl --kl-base: the base file is opened and run beside the
 // file on the same chunks.
-func comparePPL(c *cli.Context, e *cfrt.Engine, opt cfrt.Options, basePath string, ids []int, bos, ctx, textBytes int, progress func(int, int)) error {
+func comparePPL(c *cli.Context, e *engine.Engine, opt engine.Options, basePath string, ids []int, bos, ctx, textBytes int, progress func(int, int)) error {
 	bm, err := openRunModel(basePath)
 	if err != nil {
 		return cli.Exit("ppl: --kl-base: "+err.Error(), exitUsage)
 	}
 	defer bm.Close()
-	be, err := cfrt.New(bm, opt) // the same kernel and threads as the file's engine
+	be, err := engine.New(bm, opt) // the same kernel and threads as the file's engine
 	if err != nil {
 		return cli.Exit("ppl: --kl-base: "+err.Error(), exitUsage)
 	}

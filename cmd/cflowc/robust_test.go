@@ -14,9 +14,9 @@ import (
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/cflowfmt/fmttest"
 	"github.com/cflow-dev/cflow/convert"
+	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/gguf"
 	"github.com/cflow-dev/cflow/quant"
-	cfrt "github.com/cflow-dev/cflow/runtime"
 	"github.com/cflow-dev/cflow/verify"
 	"github.com/cflow-dev/cflow/vflowfmt"
 )
@@ -461,7 +461,7 @@ func TestProgressCallbacks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := cfrt.New(m, cfrt.Options{Threads: 1})
+	e, err := engine.New(m, engine.Options{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

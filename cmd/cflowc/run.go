@@ -7,15 +7,15 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	goruntime "runtime"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/generate"
 	"github.com/cflow-dev/cflow/quant"
-	cfrt "github.com/cflow-dev/cflow/runtime"
 	"github.com/cflow-dev/cflow/tokenizer"
 	"github.com/cflow-dev/cflow/verify"
 	"github.com/cflow-dev/cflow/vflowfmt"
@@ -39,7 +39,7 @@ func init() {
 			&cli.StringFlag{Name: "system", Usage: "system message for --chat"},
 			&cli.IntFlag{Name: "max-tokens", Aliases: []string{"n"}, Value: 128, Usage: "tokens to generate (≥ 1)"},
 			&cli.StringSliceFlag{Name: "stop", Usage: "stop when the generated text contains this string (repeatable; not printed)"},
-			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: goruntime.NumCPU(), Usage: "decode threads"},
+			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: runtime.NumCPU(), Usage: "decode threads"},
 			&cli.StringFlag{Name: "trace-out", Usage: "write a trace (docs/TRACE.md schema) of this run to this file"},
 			&cli.StringFlag{Name: "kernel", Usage: "dot kernel: " + strings.Join(quant.KernelNames(), ", ") +
 				" (default: the fastest, or its float-activation twin with --trace-out; a trace recorded on an int8 kernel compares kernels, it is no reference)"},
@@ -157,7 +157,7 @@ func runRun(c *cli.Context) error {
 	if err != nil {
 		return flagError("run", err)
 	}
-	xio, err := cfrt.ParseExpertIO(c.String("expert-io"))
+	xio, err := engine.ParseExpertIO(c.String("expert-io"))
 	if err != nil {
 		return cli.Exit("run: --expert-io: "+err.Error(), exitUsage)
 	}
@@ -170,10 +170,10 @@ func runRun(c *cli.Context) error {
 			return err
 		}
 	}
-	if t := c.Int("threads"); t > goruntime.GOMAXPROCS(0) {
-		goruntime.GOMAXPROCS(t)
+	if t := c.Int("threads"); t > runtime.GOMAXPROCS(0) {
+		runtime.GOMAXPROCS(t)
 	}
-	opt := cfrt.Options{Threads: c.Int("threads"), ExpertIO: xio}
+	opt := engine.Options{Threads: c.Int("threads"), ExpertIO: xio}
 	var tr *generate.Trace
 	if c.IsSet("trace-out") {
 		// A trace is a reference: keep activations in f32 so replaying it
@@ -188,7 +188,7 @@ func runRun(c *cli.Context) error {
 		}
 		opt.Kernel = k
 	}
-	e, err := cfrt.New(m, opt)
+	e, err := engine.New(m, opt)
 	if err != nil {
 		return cli.Exit(err.Error(), exitUsage)
 	}
@@ -203,7 +203,7 @@ func runRun(c *cli.Context) error {
 	}
 	// The first sampled token comes right after the prompt: the expert
 	// I/O counters then split prompt from decode.
-	var xPrompt cfrt.ExpertIOStats
+	var xPrompt engine.ExpertIOStats
 	st, err := generate.Run(context.Background(), e, seq, generate.Options{Trace: tr, OnToken: func(t generate.Token) error {
 		if len(seq.Generated()) == 1 && t.ID >= 0 {
 			xPrompt = e.ExpertIOStats()
@@ -226,7 +226,7 @@ func runRun(c *cli.Context) error {
 	}
 	fmt.Fprintf(os.Stderr, "%s; kernel %s, %d threads\n", st, e.Kernel(), c.Int("threads"))
 	fmt.Fprintln(os.Stderr, e.NUMA()) // topology, plan use and weight placement
-	if xs := e.ExpertIOStats(); xio != cfrt.ExpertIOMmap && xs.Mode == xio {
+	if xs := e.ExpertIOStats(); xio != engine.ExpertIOMmap && xs.Mode == xio {
 		printExpertIO(xs.Sub(xPrompt), int64(st.DecodeTokens), st.DecodeTime)
 	}
 	if tr != nil {
@@ -256,7 +256,7 @@ func writeTrace(path string, tr *generate.Trace) error {
 // and per token the decode time, the time the decode thread stalled on
 // expert reads and the time the disk was busy — the C, IO and IO_eff of
 // docs/PERFORMANCE.md's expert I/O model.
-func printExpertIO(x cfrt.ExpertIOStats, tokens int64, d time.Duration) {
+func printExpertIO(x engine.ExpertIOStats, tokens int64, d time.Duration) {
 	if tokens <= 0 {
 		return
 	}

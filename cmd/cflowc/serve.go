@@ -7,7 +7,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	goruntime "runtime"
+	"runtime"
 	"strconv"
 	"syscall"
 
@@ -33,7 +33,7 @@ func init() {
 			&cli.IntFlag{Name: "port", Value: 8080, Usage: "port to listen on (0: any free port, printed)"},
 			&cli.IntFlag{Name: "parallel", Aliases: []string{"np"}, Value: 4, Usage: "sequences decoded together"},
 			&cli.IntFlag{Name: "ctx", Aliases: []string{"c"}, Usage: "positions per sequence (0: the model's maximum)"},
-			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: goruntime.NumCPU(), Usage: "decode threads"},
+			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: runtime.NumCPU(), Usage: "decode threads"},
 			&cli.IntFlag{Name: "queue", Usage: "requests that may wait for a slot (0: 4 × --parallel)"},
 			&cli.StringFlag{Name: "alias", Usage: "model id clients pass as \"model\" (default: the file's base name)"},
 		},
@@ -78,8 +78,8 @@ func runServe(c *cli.Context) error {
 	// handler writing a chunk waits for the Go scheduler to preempt a
 	// polling pool worker, stalling the matvec it was part of (measured:
 	// half the decode rate of run at --threads = CPUs).
-	if t := c.Int("threads") + 1; t > goruntime.GOMAXPROCS(0) {
-		goruntime.GOMAXPROCS(t)
+	if t := c.Int("threads") + 1; t > runtime.GOMAXPROCS(0) {
+		runtime.GOMAXPROCS(t)
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(c.String("host"), strconv.Itoa(c.Int("port"))))
 	if err != nil {

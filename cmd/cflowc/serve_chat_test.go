@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/cflow-dev/cflow/chat"
+	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/generate"
-	cfrt "github.com/cflow-dev/cflow/runtime"
 	"github.com/cflow-dev/cflow/serve"
 	"github.com/cflow-dev/cflow/tokenizer"
 	"github.com/cflow-dev/cflow/vflowfmt"
@@ -70,7 +70,7 @@ func TestServeFileTemplate(t *testing.T) {
 	if v.Usage.PromptTokens != len(ids) {
 		t.Fatalf("prompt_tokens %d, the rendered conversation has %d", v.Usage.PromptTokens, len(ids))
 	}
-	e, err := cfrt.New(m, cfrt.Options{Threads: 1})
+	e, err := engine.New(m, engine.Options{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	goruntime "runtime"
+	"runtime"
 
-	cfrt "github.com/cflow-dev/cflow/runtime"
+	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/verify"
 	"github.com/urfave/cli/v2"
 )
@@ -22,7 +22,7 @@ func init() {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "trace", Usage: "reference trace JSON"},
 			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},
-			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: goruntime.NumCPU(), Usage: "decode threads"},
+			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: runtime.NumCPU(), Usage: "decode threads"},
 		},
 		Action: runVerify,
 	})
@@ -51,7 +51,7 @@ func runVerify(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit("verify: "+err.Error(), exitUsage)
 	}
-	e, err := cfrt.New(m, cfrt.Options{Threads: max(1, c.Int("threads")), Kernel: verify.Kernel()})
+	e, err := engine.New(m, engine.Options{Threads: max(1, c.Int("threads")), Kernel: verify.Kernel()})
 	if err != nil {
 		return cli.Exit("verify: "+err.Error(), exitUsage)
 	}

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package engine
+
+// adviseHugeArena does nothing: MADV_HUGEPAGE is asked for on Linux only
+// (arena_huge_linux.go).
+func adviseHugeArena([]byte) {}

@@ -1,0 +1,253 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cflow-dev/cflow/cflowfmt"
+)
+
+// stagedJob is one routing whose experts are read into staging slots: what
+// the expert computation needs wherever it runs — the layer, the selected
+// experts and their softmax weights, and (when deferred) a copy of the
+// router's normalized activation.
+type stagedJob struct {
+	lp    *layerPlan
+	sel   []int
+	w     []float32
+	hn    []float32
+	slots []*stagingSlot
+	// In a batch column: the routing the driver staged and, per selected
+	// expert, its index there (expertio_batch.go).
+	batch *stagedBatch
+	at    []int
+}
+
+// stagedPlan is one expert's plans whose tiles (gu, dn) are rebound to the
+// staging buffer each time the expert is read.
+type stagedPlan struct {
+	ep     *expertPlan
+	gu, dn []cflowfmt.MappedTile
+}
+
+// routeStaged is moe's tail under ExpertIOSync/Direct: it issues the
+// selected experts' reads, then either computes them now into out (sync,
+// or a style that injects in the routing layer) or leaves out zero and
+// hands the job to enqueue, to be computed at the injection layer.
+func (e *Engine) routeStaged(lp *layerPlan, sel []int, w []float64, sum float64, hn, out []float32) error {
+	st := e.staged()
+	if err := st.err; err != nil {
+		st.err = nil
+		return err
+	}
+	j := e.newStagedJob(&st.jobs, lp, sel, w, sum)
+	clear(out)
+	if ln := e.ln; ln != nil {
+		// A batch column: the driver issues every column's reads for
+		// this routing at once (stageLanes).
+		ln.req = request{stage: j}
+		ln.wait()
+		if j.batch == nil {
+			st.jobs = append(st.jobs, j)
+			return errBatchAbandoned
+		}
+	} else {
+		ranges := e.m.Layers[lp.idx].Experts
+		for _, ex := range sel {
+			j.slots = append(j.slots, e.xio.stage(ranges[ex]))
+		}
+	}
+	if e.xio.mode == ExpertIODirect && e.h.CombineStyle.DefersExperts() {
+		copy(j.hn, hn)
+		st.staged = j
+		return nil
+	}
+	err := e.computeStaged(j, out) // actD still holds hn from the router
+	e.releaseJob(j)
+	return err
+}
+
+// newStagedJob takes a job from free (a lone engine's or a column's list
+// of finished jobs, so a token allocates none) or makes one, and records
+// the routing: layer, selected experts and their normalised weights.
+func (e *Engine) newStagedJob(free *[]*stagedJob, lp *layerPlan, sel []int, w []float64, sum float64) *stagedJob {
+	var j *stagedJob
+	if n := len(*free); n > 0 {
+		j, *free = (*free)[n-1], (*free)[:n-1]
+	} else {
+		j = &stagedJob{hn: make([]float32, e.d)}
+	}
+	j.lp, j.sel, j.w = lp, append(j.sel[:0], sel...), j.w[:0]
+	for i := range sel {
+		j.w = append(j.w, float32(w[i]/sum))
+	}
+	return j
+}
+
+// takeStaged hands enqueue the job routeStaged deferred, if any.
+func (e *Engine) takeStaged() *stagedJob {
+	if e.xio == nil {
+		return nil
+	}
+	st := e.staged()
+	j := st.staged
+	st.staged = nil
+	return j
+}
+
+// finishStaged computes a deferred job into out at its injection layer,
+// from the saved activation: the same kernels in the same order as the
+// routing-layer path, so the sum is bit-identical. A failure is kept for
+// the end of the token (inject cannot return it) and out stays zero.
+func (e *Engine) finishStaged(j *stagedJob, out []float32) {
+	e.prepare(stMoE, e.bf.actD, j.hn)
+	if err := e.computeStaged(j, out); err != nil {
+		clear(out)
+		if st := e.staged(); st.err == nil {
+			st.err = err
+		}
+	}
+	e.releaseJob(j)
+}
+
+// computeStaged awaits each expert's read, parses its tiles from the
+// staging buffer and runs moe's expert loop with actD prepared.
+func (e *Engine) computeStaged(j *stagedJob, out []float32) error {
+	b, x := &e.bf, e.xio
+	clear(out)
+	var failed error
+	for i, ex := range j.sel {
+		var ep *expertPlan
+		var err error
+		if j.batch != nil {
+			if ep, err = e.resolvedExpert(j, i); err != nil && err != errBatchAbandoned {
+				// A batch column must keep making the requests the
+				// others make (a deferred expert fails inside inject,
+				// and the token goes on): it runs a stand-in expert of
+				// the routing and discards the sum; the token fails.
+				if failed == nil {
+					failed = err
+				}
+				if ep, err = j.batch.standIn(), nil; ep == nil {
+					return failed // no expert of the routing was read: every column stops here
+				}
+			}
+		} else {
+			ep, err = x.ready(e, j.lp.idx, ex, j.slots[i])
+		}
+		if err != nil {
+			return err
+		}
+		e.matvec(ep.gateUp, b.actD, b.eg, b.eu)
+		e.glu(b.eg, b.eu)
+		e.prepare(stMoE, b.actE, b.eg)
+		e.matvec(ep.down, b.actE, b.eo)
+		axpy(out, j.w[i], b.eo)
+		e.stats.Last.Experts += ep.bytes
+	}
+	if failed != nil {
+		clear(out)
+	}
+	return failed
+}
+
+// dropStaged releases a job whose token ended early (an error), waiting
+// out any read still in flight on its slots.
+func (e *Engine) dropStaged(j *stagedJob) {
+	if j != nil {
+		e.releaseJob(j)
+	}
+}
+
+// stagedErr returns (and clears) the token's staged failure.
+func (e *Engine) stagedErr() error {
+	if e.xio == nil {
+		return nil
+	}
+	st := e.staged()
+	err := st.err
+	st.err = nil
+	return err
+}
+
+// release returns a job's slots (put waits for pending reads) and the job.
+func (x *fetcher) release(j *stagedJob) {
+	for _, s := range j.slots {
+		x.put(s)
+	}
+	j.slots = j.slots[:0]
+	x.jobs = append(x.jobs, j)
+}
+
+// stage takes a slot and issues the read of an expert's bytes r into it,
+// widened to the direct-I/O alignment.
+func (x *fetcher) stage(r cflowfmt.Range) *stagingSlot {
+	lo := r.Offset &^ (expertAlign - 1)
+	s := x.get()
+	x.issue(s, lo, int(alignExpert(r.End())-lo))
+	return s
+}
+
+// ready awaits s's read and parses expert ex of layer l from it (plan),
+// telling the observer the buffer is in use.
+func (x *fetcher) ready(e *Engine, l, ex int, s *stagingSlot) (*expertPlan, error) {
+	x.await(s)
+	ep, err := x.plan(e, l, ex, s)
+	if err == nil && x.observe != nil {
+		x.observe("use", s.buf)
+	}
+	return ep, err
+}
+
+// plan parses expert ex of layer l from s's buffer with the format's
+// expert parser and returns its plans, built on first use and afterwards
+// rebound to this buffer's bytes.
+func (x *fetcher) plan(e *Engine, l, ex int, s *stagingSlot) (*expertPlan, error) {
+	if s.err != nil {
+		return nil, fmt.Errorf("runtime: layer %d expert %d: read %s at %d: %w", l, ex, x.path, s.off, s.err)
+	}
+	r := e.m.Layers[l].Experts[ex]
+	if need := int(r.End() - s.off); s.got < need {
+		return nil, fmt.Errorf("runtime: layer %d expert %d: read %d of %d bytes at %d of %s", l, ex, s.got, need, s.off, x.path)
+	}
+	ts, err := cflowfmt.ParseExpert(s.buf[:s.got], cflowfmt.Range{Offset: r.Offset - s.off, Length: r.Length}, &e.h, l, ex)
+	if err != nil {
+		var fe *cflowfmt.FormatError
+		if errors.As(err, &fe) {
+			fe.Offset += s.off
+			fe.File = x.path
+		}
+		return nil, err
+	}
+	for i := range ts {
+		ts[i].Offset += s.off
+	}
+	key := l*int(e.h.NumExperts) + ex
+	sp := x.plans[key]
+	if sp == nil {
+		gu, dn := splitExpert(ts)
+		ep, err := e.expertPlanOf(l, ex, gu, dn)
+		if err != nil {
+			return nil, err
+		}
+		x.plans[key] = &stagedPlan{ep: ep, gu: gu, dn: dn}
+		return ep, nil
+	}
+	var g, d int
+	for i := range ts {
+		dst := &sp.dn
+		k := &d
+		if ts[i].Matrix != cflowfmt.MatExpertDown {
+			dst, k = &sp.gu, &g
+		}
+		if *k >= len(*dst) || (*dst)[*k].TileHeader != ts[i].TileHeader || (*dst)[*k].Offset != ts[i].Offset {
+			return nil, fmt.Errorf("runtime: layer %d expert %d: tile %d at %d differs from its first read", l, ex, i, ts[i].Offset)
+		}
+		(*dst)[*k].Tile = ts[i].Tile
+		*k++
+	}
+	if g != len(sp.gu) || d != len(sp.dn) {
+		return nil, fmt.Errorf("runtime: layer %d expert %d: %d tiles, first read had %d", l, ex, len(ts), len(sp.gu)+len(sp.dn))
+	}
+	return sp.ep, nil
+}

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package engine
+
+import "runtime"
+
+// osYield falls back to Gosched where sched_yield is not at hand (NUMA
+// groups are not pinned off Linux).
+func osYield() { runtime.Gosched() }

@@ -1,0 +1,364 @@
+package engine
+
+import (
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cflow-dev/cflow/cflowfmt"
+)
+
+// spinRounds bounds how long an idle worker of an oversubscribed pool
+// (fewer Ps than threads) polls, yielding its P every 16 polls, before
+// parking.
+const spinRounds = 2000
+
+// spinFor bounds how long an idle worker with a P of its own polls for the
+// next job before parking. Decode issues ~110 matvecs and attention loops per
+// token, separated by tens of microseconds of serial work (norms, RoPE,
+// SwiGLU, activation quantization); polling through those gaps without
+// Gosched (whose global run-queue lock and reschedule cost ~4% of a
+// 2-thread decode) or a park/futex wake-up (an idle worker joins late)
+// keeps both threads on the weight stream. Parking after 200µs keeps an
+// idle engine from burning a core.
+const spinFor = 200 * time.Microsecond
+
+// lockedSpinRounds is a pinned NUMA worker's spin budget (it polls without
+// yielding): long enough to span the caller's serial work between matvecs
+// (norms, attention softmax, the reductions), a few tens of microseconds.
+const lockedSpinRounds = 1 << 16
+
+// job is one parallel loop. It is published by pointer so a late worker that
+// still holds the previous job can only observe exhausted ranges.
+// pending and each range sit on their own cache lines: the waiting caller
+// polls pending while the threads claim items from their ranges.
+type job struct {
+	f       func(i int)
+	_       [56]byte
+	pending atomic.Int64
+	_       [56]byte
+	// fault is the first memory fault an item hit (a mapped file truncated
+	// under the engine); the caller re-raises it after finish.
+	fault atomic.Pointer[any]
+	// ranges holds each thread's share of the items (pool_ranges.go), in
+	// inline when two threads share the job, so posting one allocates
+	// nothing more than the job.
+	ranges []claimRange
+	inline [2]claimRange
+}
+
+// work runs items as thread t until none are left, then retires them from
+// pending in one atomic add (one per thread per job, not one per item). An
+// item that faults on mapped memory is recorded and retired, and work goes
+// on with the next, so the caller never waits for an item that cannot
+// finish.
+func (j *job) work(t int) {
+	for j.workItems(t) {
+	}
+}
+
+// workItems runs items until none are left (false) or one faults (true).
+func (j *job) workItems(t int) (faulted bool) {
+	var done int64
+	defer func() {
+		if done > 0 {
+			j.pending.Add(-done)
+		}
+	}()
+	defer func() {
+		if r := recover(); r != nil {
+			if !cflowfmt.IsFault(r) {
+				panic(r)
+			}
+			f := r // only a fault's value goes to the heap, not every call's
+			j.fault.CompareAndSwap(nil, &f)
+			done++
+			faulted = true
+		}
+	}()
+	for {
+		i, ok := j.claim(t)
+		if !ok {
+			return false
+		}
+		j.f(i)
+		done++
+	}
+}
+
+// raise re-panics a worker's memory fault in the caller's goroutine, where
+// Engine.Step turns it into an error.
+func (j *job) raise() {
+	if f := j.fault.Load(); f != nil {
+		panic(*f)
+	}
+}
+
+// pool is a persistent set of workers that split the items of one loop at a
+// time (output stripes, attention heads). Which worker runs an item never
+// changes the result: each item is computed whole, in a fixed order, by one
+// goroutine, so outputs are bit-identical for any thread count.
+type pool struct {
+	workers  int // goroutines besides the caller
+	cur      atomic.Pointer[job]
+	sleepers atomic.Int32
+	mu       sync.Mutex
+	cond     *sync.Cond
+	closed   atomic.Bool
+	wg       sync.WaitGroup
+	locked   bool // a NUMA group: workers are locked to pinned threads
+	// ownP: GOMAXPROCS (at start) leaves a P for every worker and the
+	// caller, so polling never keeps a runnable pool goroutine off a P
+	// and the plain pool may spin without yielding.
+	ownP bool
+	// groups, when set, makes this pool a front over one pinned group per
+	// NUMA node: run splits its items into contiguous runs, one per group
+	// (attention heads land on the node holding their Q rows), and the
+	// caller only coordinates. nil on the plain, single-node path.
+	groups []*pool
+}
+
+// newPool starts threads−1 workers; the caller of run is the last thread.
+func newPool(threads int) *pool {
+	p := &pool{workers: max(0, threads-1)}
+	p.ownP = runtime.GOMAXPROCS(0) > p.workers
+	p.cond = sync.NewCond(&p.mu)
+	for w := 0; w < p.workers; w++ {
+		p.wg.Add(1)
+		go p.loop(w)
+	}
+	return p
+}
+
+// loop is worker w's life: it runs its share of every posted job as
+// thread w (the caller of run, when it works, is thread p.workers).
+func (p *pool) loop(w int) {
+	defer p.wg.Done()
+	// A fault reading the mapping becomes a panic work recovers, not a
+	// fatal SIGBUS (see Engine.Step).
+	debug.SetPanicOnFault(true)
+	var last *job
+	for {
+		j := p.wait(last)
+		if j == nil {
+			return
+		}
+		last = j
+		j.work(w)
+	}
+}
+
+// wait returns the first job different from last, spinning briefly and then
+// parking; nil means the pool was closed.
+func (p *pool) wait(last *job) *job {
+	if !p.locked && p.ownP {
+		if j, ok := p.poll(last); ok {
+			return j
+		}
+		return p.park(last)
+	}
+	rounds := spinRounds
+	if p.locked {
+		rounds = lockedSpinRounds
+	}
+	for i := 0; i < rounds; i++ {
+		if p.closed.Load() {
+			return nil
+		}
+		if j := p.cur.Load(); j != last {
+			return j
+		}
+		// A worker locked to its thread yields its CPU, not its P:
+		// Gosched would hand the P to another thread and back (two futex
+		// round trips), costing more than the matvecs it waits for, while
+		// sched_yield lets a thread sharing the CPU (the caller) run.
+		if i%16 == 15 {
+			if p.locked {
+				osYield()
+			} else {
+				runtime.Gosched()
+			}
+		}
+	}
+	return p.park(last)
+}
+
+// poll watches for a job different from last for up to spinFor without
+// yielding; ok is false when the budget ran out. The clock is read once
+// per 256 polls, so polling stays a load and a compare.
+func (p *pool) poll(last *job) (j *job, ok bool) {
+	var start time.Time
+	for i := 0; ; i++ {
+		if p.closed.Load() {
+			return nil, true
+		}
+		if j := p.cur.Load(); j != last {
+			return j, true
+		}
+		if i%256 == 255 {
+			if start.IsZero() {
+				start = time.Now()
+			} else if time.Since(start) > spinFor {
+				return nil, false
+			}
+		}
+	}
+}
+
+// park sleeps on the condition variable until a job different from last
+// is posted (or the pool closes).
+func (p *pool) park(last *job) *job {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sleepers.Add(1)
+	defer p.sleepers.Add(-1)
+	for {
+		if p.closed.Load() {
+			return nil
+		}
+		if j := p.cur.Load(); j != last {
+			return j
+		}
+		p.cond.Wait()
+	}
+}
+
+// run calls f(0..n−1) across the pool and returns when all calls are done.
+func (p *pool) run(n int, f func(i int)) {
+	if n <= 0 {
+		return
+	}
+	if p.groups != nil {
+		p.spread(n, f)
+		return
+	}
+	if p.workers == 0 || n == 1 {
+		for i := 0; i < n; i++ {
+			f(i)
+		}
+		return
+	}
+	j := p.post(n, f)
+	j.work(p.workers)
+	p.finish(j)
+	j.raise()
+}
+
+// post publishes f(0..n−1) to the workers and returns without waiting;
+// finish waits. A NUMA group's caller posts to every node before waiting
+// on any, so the nodes run concurrently.
+func (p *pool) post(n int, f func(i int)) *job {
+	threads := p.workers
+	if !p.locked {
+		threads++ // the caller works too (run); a NUMA group's does not
+	}
+	j := &job{f: f}
+	j.share(n, threads)
+	j.pending.Store(int64(n))
+	p.cur.Store(j)
+	if p.sleepers.Load() > 0 {
+		p.mu.Lock()
+		p.cond.Broadcast()
+		p.mu.Unlock()
+	}
+	return j
+}
+
+// finish spins (yielding) until every item of j is done. Waiting on a
+// NUMA group, the caller yields its CPU: it may share it with the pinned
+// worker it waits for.
+func (p *pool) finish(j *job) {
+	// With a P per thread the worker still holding items is running, and
+	// finishes within one item; yield only rarely.
+	every := 16
+	if !p.locked && p.ownP {
+		every = 4096
+	}
+	for i := 0; j.pending.Load() > 0; i++ {
+		if i%every == every-1 {
+			if p.locked {
+				osYield()
+			} else {
+				runtime.Gosched()
+			}
+		}
+	}
+}
+
+// spread runs f(0..n−1) with group g taking items [g·n/G, (g+1)·n/G).
+func (p *pool) spread(n int, f func(i int)) {
+	G := len(p.groups)
+	jobs := make([]*job, G)
+	for g, gp := range p.groups {
+		lo, hi := g*n/G, (g+1)*n/G
+		if hi > lo {
+			jobs[g] = gp.post(hi-lo, func(i int) { f(lo + i) })
+		}
+	}
+	for g, j := range jobs {
+		if j != nil {
+			p.groups[g].finish(j)
+		}
+	}
+	for _, j := range jobs {
+		if j != nil {
+			j.raise()
+		}
+	}
+}
+
+// newGroup starts a NUMA node's worker group: workers goroutines, each
+// locked to its OS thread and pinned by pin before taking work (a nil pin
+// leaves them unpinned). The caller never runs a group's items, so the
+// group's threads are the only ones touching its node's shards. A worker
+// never unlocks its thread: when it exits, Go retires the pinned thread
+// instead of reusing it unpinned-looking for other goroutines.
+func newGroup(workers int, pin func() error) (*pool, error) {
+	p := &pool{workers: workers, locked: true}
+	p.cond = sync.NewCond(&p.mu)
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		p.wg.Add(1)
+		go func() {
+			runtime.LockOSThread()
+			var err error
+			if pin != nil {
+				err = pin()
+			}
+			errs <- err
+			if err != nil {
+				p.wg.Done()
+				return
+			}
+			p.loop(w)
+		}()
+	}
+	var first error
+	for w := 0; w < workers; w++ {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		p.close()
+		return nil, first
+	}
+	return p, nil
+}
+
+// close stops the workers (and a front's groups); run must not be called
+// afterwards.
+func (p *pool) close() {
+	if p.closed.Swap(true) {
+		return
+	}
+	p.mu.Lock()
+	p.cond.Broadcast()
+	p.mu.Unlock()
+	p.wg.Wait()
+	for _, g := range p.groups {
+		g.close()
+	}
+}

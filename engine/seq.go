@@ -1,0 +1,168 @@
+package engine
+
+import "github.com/cflow-dev/cflow/cflowfmt"
+
+// seq is one sequence's state: its position, its KV caches (one per pass)
+// and the scheduler's per-token values — the residual(s), the open pass's
+// attention/FFN/MoE outputs, the ring of delayed dense outputs and the
+// expert queue keyed by target layer. Everything else an Engine holds (the
+// plans, the scratch buffers, the pool) is shared; the combine styles and
+// attention read and write only the seq they are handed.
+type seq struct {
+	pos int
+	kv  []kvCache
+
+	x, xmid, h, m, f, e []float32
+	sA, sF              []float32 // two-stream styles: s_a (attn_reg), s_f
+	hasF, hasE, hasH    bool
+	open                int // pass whose attention ran and is not yet combined; −1 none
+	ring                [][]float32
+	queue               []queued
+	free                [][]float32
+}
+
+// queued is an expert output waiting for its target layer.
+type queued struct {
+	target int
+	v      []float32
+	job    *stagedJob // ExpertIODirect: computed into v at injection
+}
+
+// kvBlock is the number of positions one KV-cache block holds. Inside a
+// block, keys are head-major ([head][pos][head dim]) and values transposed
+// ([head][head dim][pos]), so one head's keys in a block form an F32 tile
+// (positions × head dim) and its values another (head dim × positions):
+// attention's two products run on the same SIMD tile kernels as the
+// weights (attention_heads.go). 128 is a tile's maximum row count.
+const kvBlock = 128
+
+// kvCache holds one pass's keys and values in blocks of kvBlock positions,
+// allocated as the sequence grows and kept across Reset.
+type kvCache struct {
+	heads, hd int
+	k, v      [][]float32 // per block, heads·kvBlock·hd values each
+}
+
+// store writes position pos's keys and values (heads·hd each). Writing by
+// position lets the columns of a batched prefill, which share one cache,
+// store in any order.
+func (c *kvCache) store(pos int, k, v []float32) {
+	c.reserve(pos)
+	blk, t := pos/kvBlock, pos%kvBlock
+	kb, vb, hd := c.k[blk], c.v[blk], c.hd
+	for h := range c.heads {
+		copy(kb[(h*kvBlock+t)*hd:(h*kvBlock+t+1)*hd], k[h*hd:(h+1)*hd])
+		vh := vb[h*hd*kvBlock : (h+1)*hd*kvBlock]
+		for i, x := range v[h*hd : (h+1)*hd] {
+			vh[i*kvBlock+t] = x
+		}
+	}
+}
+
+// reserve allocates the blocks through position pos. A batch reserves its
+// columns' positions before they run concurrently, so their stores only
+// write, never grow, a cache they share.
+func (c *kvCache) reserve(pos int) {
+	for blk := pos / kvBlock; len(c.k) <= blk; {
+		c.k = append(c.k, make([]float32, c.heads*kvBlock*c.hd))
+		c.v = append(c.v, make([]float32, c.heads*kvBlock*c.hd))
+	}
+}
+
+// forget zeroes every value from position pos on: the value tiles are
+// multiplied over whole blocks (by zero probabilities past the last
+// position), so what lies there must be finite, whatever an earlier,
+// longer sequence left.
+func (c *kvCache) forget(pos int) {
+	blk, t := pos/kvBlock, pos%kvBlock
+	for b := blk; b < len(c.v); b++ {
+		vb := c.v[b]
+		if b > blk {
+			t = 0
+		}
+		for r := range c.heads * c.hd {
+			clear(vb[r*kvBlock+t : (r+1)*kvBlock])
+		}
+	}
+}
+
+// newSeq allocates a sequence's state for this engine's geometry.
+func (e *Engine) newSeq() seq {
+	d := e.d
+	f32 := func(n int) []float32 { return make([]float32, n) }
+	s := seq{x: f32(d), xmid: f32(d), h: f32(d), m: f32(d), f: f32(d), e: f32(d),
+		sA: f32(d), sF: f32(d), open: -1}
+	s.ring = make([][]float32, max(int(e.h.DenseDelay), int(e.h.ExpertDelay))+1)
+	for i := range s.ring {
+		s.ring[i] = f32(d)
+	}
+	s.kv = make([]kvCache, e.passes)
+	for p := range s.kv {
+		lp := e.layers[p/e.iters]
+		s.kv[p].heads, s.kv[p].hd = lp.kvHeads, lp.hd
+	}
+	return s
+}
+
+// residual is the buffer holding value r of the open pass.
+// ResidualDelayed is x_out(ℓ−δd), in x once that layer is combined.
+func (s *seq) residual(r cflowfmt.Residual) []float32 {
+	switch r {
+	case cflowfmt.ResidualMid:
+		return s.xmid
+	case cflowfmt.StreamAttn:
+		return s.sA
+	case cflowfmt.StreamFFN:
+		return s.sF
+	}
+	return s.x
+}
+
+// truncate forgets every position from pos on (a failed token's keys).
+func (s *seq) truncate(pos int) {
+	for p := range s.kv {
+		s.kv[p].forget(pos)
+	}
+}
+
+// startToken clears what a token that failed left in the queue and starts
+// both streams from the embedding in x.
+func (e *Engine) startToken(s *seq) {
+	for _, q := range s.queue {
+		e.dropStaged(q.job)
+		s.free = append(s.free, q.v)
+	}
+	s.queue, s.open = s.queue[:0], -1
+	copy(s.sA, s.x)
+	copy(s.sF, s.x)
+}
+
+// enqueue copies v into s's expert queue for target layer t.
+func (e *Engine) enqueue(s *seq, t int, v []float32) {
+	var buf []float32
+	if n := len(s.free); n > 0 {
+		buf, s.free = s.free[n-1], s.free[:n-1]
+	} else {
+		buf = make([]float32, e.d)
+	}
+	copy(buf, v)
+	s.queue = append(s.queue, queued{target: t, v: buf, job: e.takeStaged()})
+}
+
+// inject adds every queued output whose target is ≤ t to s.x, in the order
+// they were queued, and drops them from the queue.
+func (e *Engine) inject(s *seq, t int) {
+	keep := s.queue[:0]
+	for _, q := range s.queue {
+		if q.target <= t {
+			if q.job != nil {
+				e.finishStaged(q.job, q.v)
+			}
+			addTo(s.x, q.v)
+			s.free = append(s.free, q.v)
+		} else {
+			keep = append(keep, q)
+		}
+	}
+	s.queue = keep
+}

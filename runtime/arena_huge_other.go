@@ -1,7 +1,0 @@
-//go:build !linux
-
-package runtime
-
-// adviseHugeArena does nothing: MADV_HUGEPAGE is asked for on Linux only
-// (arena_huge_linux.go).
-func adviseHugeArena([]byte) {}

@@ -1,9 +1,0 @@
-//go:build !linux
-
-package runtime
-
-import goruntime "runtime"
-
-// osYield falls back to Gosched where sched_yield is not at hand (NUMA
-// groups are not pinned off Linux).
-func osYield() { goruntime.Gosched() }
