@@ -4,7 +4,7 @@ BIN     := bin/cflowc
 PY      ?= /usr/bin/python3
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: tokref build test test-unit test-noasm fuzz-short test-avx512 test-avx512-e2e vet demo bench bench-kernels golden golden-test clean
+.PHONY: tokref llama-src build test test-unit test-noasm fuzz-short test-avx512 test-avx512-e2e vet demo bench bench-kernels golden golden-test clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/cflowc
@@ -23,11 +23,17 @@ vet:
 tokref:
 	./scripts/tokenizer-ref.sh > /dev/null
 
-test-unit: tokref
-	CFLOW_REQUIRE_TOKREF=1 $(GO) test ./...
+# llama.cpp's source (npm node-llama-cpp's bundle, cloned into bench/llama.cpp,
+# not built): tests that compare against its C code, tokenizer vectors or
+# templates then require it.
+llama-src:
+	./scripts/llama-src.sh > /dev/null
 
-test-noasm: tokref
-	CFLOW_REQUIRE_TOKREF=1 $(GO) test -tags noasm ./...
+test-unit: tokref llama-src
+	CFLOW_REQUIRE_TOKREF=1 CFLOW_REQUIRE_LLAMA_SRC=1 $(GO) test ./...
+
+test-noasm: tokref llama-src
+	CFLOW_REQUIRE_TOKREF=1 CFLOW_REQUIRE_LLAMA_SRC=1 $(GO) test -tags noasm ./...
 
 fuzz-short:
 	FUZZTIME=$${FUZZTIME:-10s} ./scripts/fuzz-short.sh

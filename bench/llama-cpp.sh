@@ -18,8 +18,6 @@ nicev="${NICE:-19}"
 version="3.21.1"
 
 need() { command -v "$1" >/dev/null || { echo "llama-cpp.sh: $1 not found ($2)" >&2; exit 1; }; }
-need npm "apt-get install -y npm"
-need git "apt-get install -y git"
 if ! command -v cmake >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
 	echo "llama-cpp.sh: installing cmake from Debian" >&2
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cmake >/dev/null
@@ -27,16 +25,7 @@ fi
 need cmake "apt-get install -y cmake"
 need c++ "apt-get install -y g++"
 
-bundle="node_modules/node-llama-cpp/llama/gitRelease.bundle"
-if [ ! -f "$bundle" ]; then
-	[ -f package.json ] || echo '{"private": true}' > package.json
-	nice -n "$nicev" npm i -E --no-audit --no-fund "node-llama-cpp@$version"
-fi
-
-if [ ! -d llama.cpp/.git ]; then
-	rm -rf llama.cpp
-	git clone -q "$bundle" llama.cpp
-fi
+"$here/../scripts/llama-src.sh" > /dev/null
 
 # Targets: llama-bench for timing; llama-simple (greedy sampler, prompt
 # text); EXTRA_TARGETS more (bench/serve-compare.sh asks for llama-server,
