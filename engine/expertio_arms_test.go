@@ -8,6 +8,7 @@ import (
 
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/engine"
+	"github.com/cflow-dev/cflow/trace"
 	"github.com/cflow-dev/cflow/verify"
 	"github.com/cflow-dev/cflow/vflowfmt"
 )
@@ -31,7 +32,7 @@ func runArm(t *testing.T, m *cflowfmt.Model, mode engine.ExpertIO, threads int, 
 		t.Fatal(err)
 	}
 	defer e.Close()
-	tr := &verify.Trace{Schema: verify.Schema, Model: "m", Prompt: prompt, Generated: []int{}}
+	tr := &trace.Trace{Schema: trace.Schema, Model: "m", Prompt: prompt, Generated: []int{}}
 	var r armRun
 	step := func(tok int) []float32 {
 		pos := e.Pos()
@@ -39,7 +40,7 @@ func runArm(t *testing.T, m *cflowfmt.Model, mode engine.ExpertIO, threads int, 
 		if err != nil {
 			t.Fatalf("%s: step %d: %v", mode, pos, err)
 		}
-		tr.Steps = append(tr.Steps, verify.Record(pos, tok, e.Observation(), logits))
+		tr.Steps = append(tr.Steps, trace.Record(pos, tok, e.Observation().ResidualNorms, e.Observation().PreLMHeadNorm, logits))
 		o := e.Observation()
 		r.logits = append(r.logits, slices.Clone(logits))
 		cp := engine.Observation{ResidualNorms: slices.Clone(o.ResidualNorms), PreLMHeadNorm: o.PreLMHeadNorm}
@@ -55,7 +56,7 @@ func runArm(t *testing.T, m *cflowfmt.Model, mode engine.ExpertIO, threads int, 
 		logits = step(tok)
 	}
 	for i := 0; i < n; i++ {
-		next := verify.TopK(logits, 1)[0]
+		next := trace.TopK(logits, 1)[0]
 		tr.Generated = append(tr.Generated, next)
 		logits = step(next)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/quant"
 	"github.com/cflow-dev/cflow/tokenizer"
+	"github.com/cflow-dev/cflow/trace"
 	"github.com/cflow-dev/cflow/verify"
 	"github.com/cflow-dev/cflow/vflowfmt"
 )
@@ -97,7 +98,7 @@ func TestRunGreedyMatchesSteps(t *testing.T) {
 	var want []int
 	logits, _ := Feed(e, prompt, nil)
 	for range 20 {
-		next := verify.TopK(logits, 1)[0]
+		next := trace.TopK(logits, 1)[0]
 		want = append(want, next)
 		logits, _ = e.Step(next)
 	}

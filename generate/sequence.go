@@ -6,7 +6,7 @@ import (
 	"math"
 
 	"github.com/cflow-dev/cflow/tokenizer"
-	"github.com/cflow-dev/cflow/verify"
+	"github.com/cflow-dev/cflow/trace"
 )
 
 // Request is one generation: the prompt, how to sample, when to stop.
@@ -196,7 +196,7 @@ func logprobs(logits []float32, id, n int) (float64, []Logprob) {
 	lse := mx + math.Log(sum)
 	var top []Logprob
 	if n > 0 {
-		for _, t := range verify.TopK(logits, n) {
+		for _, t := range trace.TopK(logits, n) {
 			top = append(top, Logprob{t, float64(logits[t]) - lse})
 		}
 	}

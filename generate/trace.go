@@ -4,16 +4,16 @@ import (
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/quant"
-	"github.com/cflow-dev/cflow/verify"
+	"github.com/cflow-dev/cflow/trace"
 )
 
 // Trace records a run as a reference trace (cflow-trace/1, TRACE.md), the
 // file run --trace-out writes and verify replays.
-type Trace struct{ verify.Trace }
+type Trace struct{ trace.Trace }
 
 // NewTrace starts a trace of a run of m from prompt.
 func NewTrace(m *cflowfmt.Model, prompt []int) *Trace {
-	return &Trace{verify.Trace{Schema: verify.Schema,
+	return &Trace{trace.Trace{Schema: trace.Schema,
 		Model:        m.Meta.String(cflowfmt.KeyName, m.Meta.String(cflowfmt.KeyArchitecture, "")),
 		Architecture: m.Meta.String(cflowfmt.KeyArchitecture, ""),
 		Weights:      TraceWeights(m.Header.QuantType),
@@ -33,5 +33,5 @@ func TraceWeights(q quant.Type) string {
 }
 
 func (t *Trace) record(pos, tok int, obs *engine.Observation, logits []float32) {
-	t.Steps = append(t.Steps, verify.Record(pos, tok, obs, logits))
+	t.Steps = append(t.Steps, trace.Record(pos, tok, obs.ResidualNorms, obs.PreLMHeadNorm, logits))
 }

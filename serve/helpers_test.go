@@ -21,7 +21,7 @@ import (
 	"github.com/cflow-dev/cflow/generate"
 	"github.com/cflow-dev/cflow/quant"
 	"github.com/cflow-dev/cflow/tokenizer"
-	"github.com/cflow-dev/cflow/verify"
+	"github.com/cflow-dev/cflow/trace"
 	"github.com/cflow-dev/cflow/vflowfmt"
 )
 
@@ -109,7 +109,7 @@ func greedyText(t testing.TB, prompt string, n int) string {
 	var out []byte
 	prev := ids[len(ids)-1]
 	for i := 0; i < n; i++ {
-		next := verify.TopK(logits, 1)[0]
+		next := trace.TopK(logits, 1)[0]
 		if next == tk.EOS() {
 			break
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/quant"
+	"github.com/cflow-dev/cflow/trace"
 )
 
 // fixtureModels lists every architecture fixture (golden/fixtures and the
@@ -160,9 +161,9 @@ func replayRule(got, want []float32, gotN, wantN []float64) string {
 			return fmt.Sprintf("logit %d differs by %.3g (scale %.3g)", i, d, scale)
 		}
 	}
-	top := TopK(want, 2)
-	if len(top) == 2 && float64(want[top[0]]-want[top[1]]) > 1e-3 && TopK(got, 1)[0] != top[0] {
-		return fmt.Sprintf("argmax %d, want %d", TopK(got, 1)[0], top[0])
+	top := trace.TopK(want, 2)
+	if len(top) == 2 && float64(want[top[0]]-want[top[1]]) > 1e-3 && trace.TopK(got, 1)[0] != top[0] {
+		return fmt.Sprintf("argmax %d, want %d", trace.TopK(got, 1)[0], top[0])
 	}
 	return ""
 }

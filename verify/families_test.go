@@ -11,6 +11,7 @@ import (
 	"github.com/cflow-dev/cflow/convert"
 	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/quant"
+	"github.com/cflow-dev/cflow/trace"
 	"github.com/cflow-dev/cflow/vflowfmt"
 )
 
@@ -41,8 +42,8 @@ func TestFamilyMoEStagedExperts(t *testing.T) {
 		if json.Unmarshal(b, &cfg) != nil || cfg.Experts+cfg.Local == 0 || len(cfg.MLPOnly) > 0 || cfg.Step != nil && *cfg.Step != 1 || cfg.MoE != nil && !*cfg.MoE {
 			continue // dense, or refused (TestFamilyTraces checks the refusal)
 		}
-		trace := filepath.Join(fam, "traces", name+"_q4_replay.json")
-		tr, err := Load(trace)
+		tracePath := filepath.Join(fam, "traces", name+"_q4_replay.json")
+		tr, err := trace.Load(tracePath)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

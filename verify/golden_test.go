@@ -13,6 +13,7 @@ import (
 	"github.com/cflow-dev/cflow/convert"
 	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/quant"
+	"github.com/cflow-dev/cflow/trace"
 	"github.com/cflow-dev/cflow/vflowfmt"
 )
 
@@ -156,7 +157,7 @@ func checkPinned(t *testing.T, modelDir, traceDir string, crossChecked ...quant.
 				t.Run(name+"/"+q.String()+ext, func(t *testing.T) {
 					e := convertFixture(t, fixture, t.TempDir(), ext, q)
 					for _, p := range byModel[name] {
-						tr, err := Load(p)
+						tr, err := trace.Load(p)
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -204,7 +205,7 @@ func TestStories260KGreedy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tok = TopK(logits, 1)[0]; tok != w {
+			if tok = trace.TopK(logits, 1)[0]; tok != w {
 				t.Fatalf("%s: token %d = %d, llama2.c gives %d", ext, i, tok, w)
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/quant"
+	"github.com/cflow-dev/cflow/trace"
 )
 
 // ErrMismatch marks a trace that belongs to another model (vocabulary or
@@ -44,7 +45,7 @@ type Report struct {
 // CheckModel refuses a trace recorded for a different model: a token or top
 // id outside the vocabulary, or a residual-norm count other than the
 // model's layers × block iterations.
-func CheckModel(h *cflowfmt.Header, passes int, t *Trace) error {
+func CheckModel(h *cflowfmt.Header, passes int, t *trace.Trace) error {
 	V := int(h.VocabSize)
 	if n := len(t.Steps); n > int(h.MaxSeqLen) {
 		return fmt.Errorf("%w: the trace has %d steps, the model's context holds %d positions", ErrMismatch, n, h.MaxSeqLen)
@@ -73,13 +74,13 @@ func CheckModel(h *cflowfmt.Header, passes int, t *Trace) error {
 // forcing makes the whole token list known up front, so it goes through
 // the engine's batched prefill: every trace verified is also a check of the
 // batched forward.
-func Replay(e *engine.Engine, t *Trace, rule Rule) (*Report, error) {
+func Replay(e *engine.Engine, t *trace.Trace, rule Rule) (*Report, error) {
 	return ReplayProgress(e, t, rule, nil)
 }
 
 // ReplayProgress is Replay calling onStep(done, total) after each step, so
 // the CLI can show a bar over a long trace; onStep may be nil.
-func ReplayProgress(e *engine.Engine, t *Trace, rule Rule, onStep func(done, total int64)) (*Report, error) {
+func ReplayProgress(e *engine.Engine, t *trace.Trace, rule Rule, onStep func(done, total int64)) (*Report, error) {
 	h := e.Header()
 	if err := CheckModel(h, e.Passes(), t); err != nil {
 		return nil, err
@@ -114,7 +115,7 @@ func rel(a, b, scale float64) float64 {
 }
 
 // judge scores one step against the reference step rs.
-func judge(i int, rs Step, obs *engine.Observation, logits []float32, rule Rule) StepResult {
+func judge(i int, rs trace.Step, obs *engine.Observation, logits []float32, rule Rule) StepResult {
 	r := StepResult{Step: i, Position: rs.Position, Token: rs.InputToken, RefArgmax: rs.Argmax, OK: true}
 	for j, want := range rs.ResidualNorms {
 		r.NormErr = math.Max(r.NormErr, rel(obs.ResidualNorms[j], want, math.Abs(want)))
@@ -127,7 +128,7 @@ func judge(i int, rs Step, obs *engine.Observation, logits []float32, rule Rule)
 	for j, id := range rs.TopIDs {
 		r.LogitErr = math.Max(r.LogitErr, rel(float64(logits[id]), rs.TopLogits[j], scale))
 	}
-	top := TopK(logits, len(rs.TopIDs))
+	top := trace.TopK(logits, len(rs.TopIDs))
 	r.Argmax = top[0]
 	r.ArgmaxOK = r.Argmax == rs.Argmax
 	r.ArgmaxUsed = true
@@ -169,7 +170,7 @@ func judge(i int, rs Step, obs *engine.Observation, logits []float32, rule Rule)
 func (rep *Report) finish(rule Rule) {
 	n := len(rep.Steps)
 	var worstNorm, worstLogit float64
-	argOK, argN, ovOK, minOv, bad := 0, 0, 0, TopN, 0
+	argOK, argN, ovOK, minOv, bad := 0, 0, 0, trace.TopN, 0
 	for _, s := range rep.Steps {
 		worstNorm, worstLogit = math.Max(worstNorm, s.NormErr), math.Max(worstLogit, s.LogitErr)
 		if s.ArgmaxUsed {

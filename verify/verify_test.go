@@ -12,6 +12,7 @@ import (
 	"github.com/cflow-dev/cflow/cflowfmt/fmttest"
 	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/quant"
+	"github.com/cflow-dev/cflow/trace"
 )
 
 // smallModel writes a random .cflow with the formats' test generator and
@@ -41,14 +42,14 @@ func smallModel(t *testing.T, q quant.Type) *engine.Engine {
 
 // record runs the engine over tokens and writes what it computed as a
 // trace (weights "f32" for an F32 file).
-func record(t *testing.T, e *engine.Engine, toks []int) *Trace {
-	tr := &Trace{Schema: Schema, Model: "m", Architecture: "m", Weights: "f32", Prompt: toks[:2], Generated: toks[2:]}
+func record(t *testing.T, e *engine.Engine, toks []int) *trace.Trace {
+	tr := &trace.Trace{Schema: trace.Schema, Model: "m", Architecture: "m", Weights: "f32", Prompt: toks[:2], Generated: toks[2:]}
 	for i, tok := range toks {
 		logits, err := e.Step(tok)
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr.Steps = append(tr.Steps, Record(i, tok, e.Observation(), logits))
+		tr.Steps = append(tr.Steps, trace.Record(i, tok, e.Observation().ResidualNorms, e.Observation().PreLMHeadNorm, logits))
 	}
 	var buf bytes.Buffer
 	if err := tr.Write(&buf); err != nil {
@@ -106,17 +107,6 @@ func TestSelectRule(t *testing.T) {
 		r, err := SelectRule(c.w, c.q)
 		if r.Name != c.want || (err != nil) != (c.want == "") {
 			t.Fatalf("%s/%s: %q %v", c.w, c.q, r.Name, err)
-		}
-	}
-}
-
-// TestTopKOrder: descending, ties to the lower id.
-func TestTopKOrder(t *testing.T) {
-	got := TopK([]float32{1, 5, 3, 5, 0, 3}, 4)
-	want := []int{1, 3, 2, 5}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("TopK = %v, want %v", got, want)
 		}
 	}
 }

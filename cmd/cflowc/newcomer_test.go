@@ -39,7 +39,7 @@ func TestNewcomerBadArguments(t *testing.T) {
 		{[]string{"bench", model, "--runs", "100000000"}, "--runs 100000000 outside 1..1000"},
 		{[]string{"bench", model, "--probe-runs", "100000000"}, "--probe-runs 100000000 outside 1..1000"},
 		// A JSON file that is not a trace: "cannot unmarshal array into Go
-		// value of type verify.Trace".
+		// value of type trace.Trace".
 		{[]string{"verify", model, "--trace", list}, "list.json: not a trace (a JSON object, docs/TRACE.md)"},
 		// An empty stop string was shown as "--stop []".
 		{[]string{"run", model, "--prompt-ids", "1", "--stop", "x", "--stop", ""}, `--stop ["x" ""]: `},

@@ -17,6 +17,7 @@ import (
 	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/gguf"
 	"github.com/cflow-dev/cflow/quant"
+	"github.com/cflow-dev/cflow/trace"
 	"github.com/cflow-dev/cflow/verify"
 	"github.com/cflow-dev/cflow/vflowfmt"
 )
@@ -213,12 +214,12 @@ func TestLateBadInputExitsTwo(t *testing.T) {
 	}
 
 	model := smallModel(t, dir)
-	trace := filepath.Join(dir, "t.json")
-	if code := runApp("run", model, "--prompt-ids", "1", "--max-tokens", "2", "--temperature", "0", "--trace-out", trace); code != 0 {
+	tracePath := filepath.Join(dir, "t.json")
+	if code := runApp("run", model, "--prompt-ids", "1", "--max-tokens", "2", "--temperature", "0", "--trace-out", tracePath); code != 0 {
 		t.Fatalf("run: exit %d", code)
 	}
 	var tr map[string]any
-	tb, _ := os.ReadFile(trace)
+	tb, _ := os.ReadFile(tracePath)
 	json.Unmarshal(tb, &tr)
 	steps := tr["steps"].([]any)
 	f, _ := cflowfmt.Open(model)
@@ -229,8 +230,8 @@ func TestLateBadInputExitsTwo(t *testing.T) {
 	}
 	tr["steps"] = steps
 	tb, _ = json.Marshal(tr)
-	os.WriteFile(trace, tb, 0o644)
-	if code := runApp("verify", model, "--trace", trace); code != exitUsage {
+	os.WriteFile(tracePath, tb, 0o644)
+	if code := runApp("verify", model, "--trace", tracePath); code != exitUsage {
 		t.Errorf("verify of a trace longer than the context: exit %d, want %d", code, exitUsage)
 	}
 	if code := runApp("bench", model, "--tokens", fmt.Sprint(ctx+1), "--runs", "1"); code != exitUsage {
@@ -453,11 +454,11 @@ func TestProgressCallbacks(t *testing.T) {
 	}
 	check("export gguf", exp, 0)
 
-	trace := filepath.Join(dir, "t.json")
-	if code := runApp("run", model, "--prompt-ids", "1", "--max-tokens", "3", "--temperature", "0", "--trace-out", trace); code != 0 {
+	tracePath := filepath.Join(dir, "t.json")
+	if code := runApp("run", model, "--prompt-ids", "1", "--max-tokens", "3", "--temperature", "0", "--trace-out", tracePath); code != 0 {
 		t.Fatalf("run exit %d", code)
 	}
-	tr, err := verify.Load(trace)
+	tr, err := trace.Load(tracePath)
 	if err != nil {
 		t.Fatal(err)
 	}

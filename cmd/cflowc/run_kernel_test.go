@@ -10,6 +10,7 @@ import (
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/cflowfmt/fmttest"
 	"github.com/cflow-dev/cflow/quant"
+	"github.com/cflow-dev/cflow/trace"
 	"github.com/cflow-dev/cflow/verify"
 )
 
@@ -26,33 +27,33 @@ func TestRunKernel(t *testing.T) {
 	if _, err := fmttest.WriteCflow(model, s, nil); err != nil {
 		t.Fatal(err)
 	}
-	trace := func(name string, kernel ...string) *verify.Trace {
+	runTrace := func(name string, kernel ...string) *trace.Trace {
 		t.Helper()
 		out := filepath.Join(dir, name+".json")
 		args := append([]string{"run", model, "--prompt-ids", "1,2,3", "--temperature", "0", "--max-tokens", "3", "--threads", "1", "--trace-out", out}, kernel...)
 		if code := runApp(args...); code != 0 {
 			t.Fatalf("run %v: exit %d", kernel, code)
 		}
-		tr, err := verify.Load(out)
+		tr, err := trace.Load(out)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return tr
 	}
-	logits := func(tr *verify.Trace) []float64 {
+	logits := func(tr *trace.Trace) []float64 {
 		var out []float64
 		for _, st := range tr.Steps {
 			out = append(out, st.TopLogits...)
 		}
 		return out
 	}
-	base := logits(trace("default"))
-	if twin := logits(trace("twin", "--kernel", verify.Kernel().Name())); !slices.Equal(base, twin) {
+	base := logits(runTrace("default"))
+	if twin := logits(runTrace("twin", "--kernel", verify.Kernel().Name())); !slices.Equal(base, twin) {
 		t.Errorf("--kernel %s (the trace default) changed the logits", verify.Kernel())
 	}
 	for _, k := range quant.Kernels() {
 		if k.QuantizesActivations() {
-			if slices.Equal(base, logits(trace(k.Name(), "--kernel", k.Name()))) {
+			if slices.Equal(base, logits(runTrace(k.Name(), "--kernel", k.Name()))) {
 				t.Errorf("--kernel %s: logits equal the float kernel's, so the flag was ignored", k)
 			}
 		}

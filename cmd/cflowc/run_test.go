@@ -11,7 +11,7 @@ import (
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/cflowfmt/fmttest"
 	"github.com/cflow-dev/cflow/quant"
-	"github.com/cflow-dev/cflow/verify"
+	"github.com/cflow-dev/cflow/trace"
 	"github.com/urfave/cli/v2"
 )
 
@@ -36,14 +36,14 @@ func TestRunTraceVerify(t *testing.T) {
 	s := fmttest.Random(rand.New(rand.NewSource(4)), quant.F32)
 	s.Header.CombineStyle, s.Header.DenseDelay, s.Header.ExpertDelay, s.Header.VocabSize = cflowfmt.PreNorm, 0, 0, 60
 	dir := t.TempDir()
-	model, trace := filepath.Join(dir, "m.cflow"), filepath.Join(dir, "t.json")
+	model, tracePath := filepath.Join(dir, "m.cflow"), filepath.Join(dir, "t.json")
 	if _, err := fmttest.WriteCflow(model, s, nil); err != nil {
 		t.Fatal(err)
 	}
-	if code := runApp("run", model, "--prompt-ids", "1,2,3", "--temperature", "0", "--max-tokens", "4", "--threads", "2", "--trace-out", trace); code != 0 {
+	if code := runApp("run", model, "--prompt-ids", "1,2,3", "--temperature", "0", "--max-tokens", "4", "--threads", "2", "--trace-out", tracePath); code != 0 {
 		t.Fatalf("run exit %d", code)
 	}
-	tr, err := verify.Load(trace)
+	tr, err := trace.Load(tracePath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,13 +55,13 @@ func TestRunTraceVerify(t *testing.T) {
 			t.Fatalf("greedy token %d = %d, argmax of the previous step %d", i-3, tr.Generated[i-3], tr.Steps[i-1].Argmax)
 		}
 	}
-	if code := runApp("verify", model, "--trace", trace); code != 0 {
+	if code := runApp("verify", model, "--trace", tracePath); code != 0 {
 		t.Fatalf("verify of the run's own trace: exit %d", code)
 	}
 	tr.Steps[2].TopLogits[0] += 0.5
 	b, _ := json.Marshal(tr)
-	os.WriteFile(trace, b, 0o644)
-	if code := runApp("verify", model, "--trace", trace); code != exitFail {
+	os.WriteFile(tracePath, b, 0o644)
+	if code := runApp("verify", model, "--trace", tracePath); code != exitFail {
 		t.Fatalf("verify of a perturbed trace: exit %d, want %d", code, exitFail)
 	}
 	if code := runApp("run", model, "--prompt", "hi"); code != exitUsage {

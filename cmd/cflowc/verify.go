@@ -7,6 +7,7 @@ import (
 	"runtime"
 
 	"github.com/cflow-dev/cflow/engine"
+	"github.com/cflow-dev/cflow/trace"
 	"github.com/cflow-dev/cflow/verify"
 	"github.com/urfave/cli/v2"
 )
@@ -38,7 +39,7 @@ func runVerify(c *cli.Context) error {
 	if err := checkThreads("verify", c.Int("threads")); err != nil {
 		return err
 	}
-	tr, err := verify.Load(c.String("trace"))
+	tr, err := trace.Load(c.String("trace"))
 	if err != nil {
 		return cli.Exit("verify: "+err.Error(), exitUsage)
 	}

@@ -1,8 +1,8 @@
-// Package verify replays pinned reference traces (docs/TRACE.md)
-// through the runtime, teacher-forced, and judges parity with the rule that
-// fits the trace's weights and the file's quant type. It also records
-// traces from the runtime, so any run can become a reference.
-package verify
+// Package trace is the reference-trace schema of docs/TRACE.md: the
+// type, its file form and the one top-k order, shared by verify (which
+// replays traces) and generate (which records them), so neither needs the
+// other and the schema has one home.
+package trace
 
 import (
 	"encoding/json"
@@ -11,7 +11,6 @@ import (
 	"sort"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
-	"github.com/cflow-dev/cflow/engine"
 )
 
 // Schema is the only trace schema this package reads and writes.
@@ -51,7 +50,7 @@ func Load(path string) (*Trace, error) {
 	var t Trace
 	if err := json.Unmarshal(b, &t); err != nil {
 		// Say what was expected: the decoder's own words ("cannot
-		// unmarshal array into Go value of type verify.Trace") do not.
+		// unmarshal array into Go value of type trace.Trace") do not.
 		return nil, fmt.Errorf("%s: not a trace (a JSON object, docs/TRACE.md): %w", path, err)
 	}
 	if err := t.Check(); err != nil {
@@ -99,12 +98,13 @@ func (t *Trace) Write(w io.Writer) error {
 	return enc.Encode(t)
 }
 
-// Record makes a trace step from what the engine just computed for token
-// tok at position pos.
-func Record(pos, tok int, obs *engine.Observation, logits []float32) Step {
+// Record makes a trace step from what an engine just computed for token
+// tok at position pos: the residual norms after each pass, the norm
+// before the LM head, and the logits (of which TopN are kept).
+func Record(pos, tok int, residualNorms []float64, preLMHeadNorm float64, logits []float32) Step {
 	ids := TopK(logits, TopN)
-	s := Step{Position: pos, InputToken: tok, PreLMHeadNorm: obs.PreLMHeadNorm,
-		ResidualNorms: append([]float64(nil), obs.ResidualNorms...), TopIDs: ids, Argmax: ids[0]}
+	s := Step{Position: pos, InputToken: tok, PreLMHeadNorm: preLMHeadNorm,
+		ResidualNorms: append([]float64(nil), residualNorms...), TopIDs: ids, Argmax: ids[0]}
 	for _, id := range ids {
 		s.TopLogits = append(s.TopLogits, float64(logits[id]))
 	}
