@@ -44,7 +44,7 @@ func (e *Engine) headGroups(c *kvCache, lp *layerPlan, q, att []float32, n, star
 	G := H / Hkv
 	minItems := 1
 	if e.ln == nil {
-		minItems = e.pool.workers + 1 // a decode step: one item per thread at least
+		minItems = e.pool.Workers() + 1 // a decode step: one item per thread at least
 	}
 	qpi := headsPerGroup(H, G, minItems)
 	items := H / qpi

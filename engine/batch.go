@@ -133,7 +133,7 @@ func (e *Engine) parallel(n, groups int, f func(i int)) {
 		ln.wait()
 		return
 	}
-	e.pool.run(n, f)
+	e.pool.Run(n, f)
 }
 
 // runLanes drives ls (columns set up, coroutines not started) to the end
@@ -201,10 +201,10 @@ func (e *Engine) runLanes(ls []*lane) {
 // runLanes), so the columns are independent and each computes what it would
 // alone.
 func (e *Engine) resumeLanes(ls, dst []*lane) []*lane {
-	if e.pool.groups != nil {
+	if e.pool.Groups() != nil {
 		e.resumeUnlocked(ls)
 	} else {
-		e.pool.run(len(ls), func(i int) {
+		e.pool.Run(len(ls), func(i int) {
 			_, ls[i].live = ls[i].next()
 		})
 	}
@@ -223,8 +223,8 @@ func (e *Engine) resumeLanes(ls, dst []*lane) []*lane {
 // raised again in the driver's goroutine, as the pool raises its workers'.
 func (e *Engine) resumeUnlocked(ls []*lane) {
 	workers := 0
-	for _, g := range e.pool.groups {
-		workers += g.workers
+	for _, g := range e.pool.Groups() {
+		workers += g.Workers()
 	}
 	var (
 		wg     sync.WaitGroup
@@ -274,18 +274,18 @@ func (e *Engine) parallelLanes(ls []*lane) {
 		total += ln.req.n
 	}
 	if len(ls) == 1 {
-		e.pool.run(total, ls[0].req.f)
+		e.pool.Run(total, ls[0].req.f)
 		return
 	}
 	if n, g := ls[0].req.n, ls[0].req.groups; g > 1 && n%g == 0 && total == n*len(ls) && sameGroups(ls) {
 		per, B := n/g, len(ls)
-		e.pool.run(total, func(i int) {
+		e.pool.Run(total, func(i int) {
 			grp, r := i/(B*per), i%(B*per)
 			ls[r/per].req.f(grp*per + r%per)
 		})
 		return
 	}
-	e.pool.run(total, func(i int) {
+	e.pool.Run(total, func(i int) {
 		for _, ln := range ls {
 			if i < ln.req.n {
 				ln.req.f(i)

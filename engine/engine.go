@@ -16,6 +16,7 @@ import (
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/engine/numa"
 	"github.com/cflow-dev/cflow/engine/plan"
+	"github.com/cflow-dev/cflow/engine/pool"
 	"github.com/cflow-dev/cflow/quant"
 )
 
@@ -77,7 +78,7 @@ type Engine struct {
 	layers []*layerPlan
 	lm     *matPlan
 	embed  []stripe // embedding stripes sorted by first row
-	pool   *pool
+	pool   *pool.Pool
 	mv     *matvecJob // the running matvec's operands (matvec.go)
 	gj     *groupsJob // the running attention loop's (attention_groups.go)
 	kernel *quant.Kernel
@@ -243,7 +244,7 @@ func (e *Engine) buildVocab() error {
 // Close stops the worker pool and the expert readers (after their reads
 // finish). The Model stays open (its owner closes it).
 func (e *Engine) Close() {
-	e.pool.close()
+	e.pool.Close()
 	e.closeNUMA()
 	if e.xio != nil {
 		e.xio.close()

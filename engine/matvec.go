@@ -149,10 +149,10 @@ func (e *Engine) matvec(p *matPlan, a *actVec, outs ...[]float32) {
 // (matvec_pairs.go), one otherwise.
 func (e *Engine) walkStripes(p *matPlan) {
 	if e.pairsPlan(p) {
-		e.pool.run(pairCount(len(p.stripes)), e.mv.pairItem)
+		e.pool.Run(pairCount(len(p.stripes)), e.mv.pairItem)
 		return
 	}
-	e.pool.run(len(p.stripes), e.mv.item)
+	e.pool.Run(len(p.stripes), e.mv.item)
 }
 
 // matvecJob holds the operands of the matvec an engine is running (one at

@@ -47,7 +47,7 @@ func (e *Engine) matvecLanes(p *matPlan, ls []*lane) {
 	// its tiles while they are in cache; prefill is compute-bound, so a
 	// tile read twice costs little.
 	chunk := B
-	if e.pool.workers > 0 && B > batchChunk {
+	if e.pool.Workers() > 0 && B > batchChunk {
 		chunk = batchChunk
 	}
 	nc := (B + chunk - 1) / chunk
@@ -56,7 +56,7 @@ func (e *Engine) matvecLanes(p *matPlan, ls []*lane) {
 	if n := len(p.stripes) * nc * chunk; cap(e.batchYs) < n {
 		e.batchYs = make([][]float32, n)
 	}
-	e.pool.run(len(p.stripes)*nc, func(i int) {
+	e.pool.Run(len(p.stripes)*nc, func(i int) {
 		s := &p.stripes[i/nc]
 		var next []*cflowfmt.MappedTile
 		if i%nc == nc-1 {

@@ -9,7 +9,7 @@ import "github.com/cflow-dev/cflow/cflowfmt"
 // (docs/PERFORMANCE.md, "Session 9: two tile streams per thread"). So on a
 // path with a two-stream kernel a Q4_0 matvec's work item i is the pair of
 // stripes i and i+h, h = ⌈n/2⌉: a thread's contiguous range of items
-// (pool_ranges.go) is two contiguous runs of stripes, each read forward in
+// (engine/pool/ranges.go) is two contiguous runs of stripes, each read forward in
 // file order. Each stripe still sums its own tiles in file order inside
 // one goroutine, so the results are the same bits as the one-stripe walk's,
 // for any thread count.

@@ -45,7 +45,7 @@ func (e *Engine) numaMatvecLanes(p *matPlan, ls []*lane) {
 			st.batchYs[g] = make([][]float32, n)
 		}
 		bs, yb := st.batchScratch[g], st.batchYs[g]
-		st.jobs[g] = e.pool.groups[g].post(len(ss), func(i int) {
+		st.jobs[g] = e.pool.Groups()[g].Post(len(ss), func(i int) {
 			s := &ss[i]
 			next := stripeAhead(ss, i)
 			ys := yb[2*i*B : (2*i+1)*B : (2*i+1)*B]

@@ -293,10 +293,10 @@ func checkSplit(t *testing.T, e *Engine) {
 // the worker thread may use: exactly its node's.
 func checkAffinity(t *testing.T, e *Engine) {
 	t.Helper()
-	for g, gp := range e.pool.groups {
+	for g, gp := range e.pool.Groups() {
 		var set unix.CPUSet
 		var err error
-		gp.finish(gp.post(1, func(int) { err = unix.SchedGetaffinity(0, &set) }))
+		gp.Finish(gp.Post(1, func(int) { err = unix.SchedGetaffinity(0, &set) }))
 		if err != nil {
 			t.Fatal(err)
 		}

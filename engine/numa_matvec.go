@@ -19,7 +19,7 @@ func (e *Engine) numaMatvec(p *matPlan, a *actVec, outs [][]float32) {
 			continue
 		}
 		if !e.pairsPlan(p) || len(ss) < 2 {
-			st.jobs[g] = e.pool.groups[g].post(len(ss), func(i int) {
+			st.jobs[g] = e.pool.Groups()[g].Post(len(ss), func(i int) {
 				walkStripe(&ss[i], stripeAhead(ss, i), a, nodeRows(buf, &ss[i]), hook)
 				publishRows(outs, buf, &ss[i], partial[i])
 			})
@@ -28,7 +28,7 @@ func (e *Engine) numaMatvec(p *matPlan, a *actVec, outs [][]float32) {
 		// Two tile streams per thread, as on the plain path
 		// (matvec_pairs.go): item i is the node's stripes i and i+h.
 		h := pairCount(len(ss))
-		st.jobs[g] = e.pool.groups[g].post(h, func(i int) {
+		st.jobs[g] = e.pool.Groups()[g].Post(h, func(i int) {
 			s := &ss[i]
 			if i+h >= len(ss) {
 				walkStripe(s, stripeAhead(ss, i), a, nodeRows(buf, s), hook)
@@ -80,7 +80,7 @@ func (st *numaState) planOf(p *matPlan) *numaPlan {
 func (e *Engine) finishNodes() {
 	for g, j := range e.numa.jobs {
 		if j != nil {
-			e.pool.groups[g].finish(j)
+			e.pool.Groups()[g].Finish(j)
 		}
 	}
 }

@@ -8,10 +8,11 @@ import (
 
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/engine/numa"
+	"github.com/cflow-dev/cflow/engine/pool"
 )
 
 // numaState is a multi-node engine's execution state: per node a pinned
-// worker group (in e.pool.groups), node-local scratch, and who owns what.
+// worker group (in e.pool.Groups()), node-local scratch, and who owns what.
 type numaState struct {
 	topo *numa.Topology
 	// scratch[n][o] is node n's buffer for output o of a matvec (Q/K/V or
@@ -23,7 +24,7 @@ type numaState struct {
 	owner   func(p *matPlan, o int, t *mtile) int
 	experts [][]int
 	arenas  []*arena
-	jobs    []*job
+	jobs    []*pool.Job
 	// batchScratch[n] is node n's partial sums for a batch's columns and
 	// batchYs[n] its items' column views (numaMatvecLanes; Go heap, grown
 	// on first use, not node-placed).
@@ -118,14 +119,14 @@ func (e *Engine) startPool(opt Options, threads int) error {
 		rep.PlanNodes = fp.Nodes
 	}
 	if len(topo.Nodes) <= 1 {
-		e.pool = newPool(threads)
+		e.pool = pool.New(threads)
 		e.numaRep = rep
 		return nil
 	}
 	e.numaRep = rep
 	if err := e.startNUMA(opt, topo, fp); err != nil {
 		if e.pool != nil {
-			e.pool.close()
+			e.pool.Close()
 		}
 		e.closeNUMA()
 		return err
@@ -161,7 +162,7 @@ func (e *Engine) startNUMA(opt Options, topo *numa.Topology, fp *cflowfmt.NUMAPl
 	defer e.loadFaultAsError(&err)
 	rep := &e.numaRep
 	M := len(topo.Nodes)
-	st := &numaState{topo: topo, scratch: make([][3][]float32, M), jobs: make([]*job, M)}
+	st := &numaState{topo: topo, scratch: make([][3][]float32, M), jobs: make([]*pool.Job, M)}
 	e.numa = st
 	allowed, err := numa.Allowed()
 	if err != nil {
@@ -171,8 +172,6 @@ func (e *Engine) startNUMA(opt Options, topo *numa.Topology, fp *cflowfmt.NUMAPl
 	for _, c := range allowed {
 		ok[c] = true
 	}
-	front := newPool(1)
-	e.pool = front
 	rep.Threads = splitThreads(opt.Threads, topo)
 	// Every pinned worker spins on its own thread and needs its own P, and
 	// the caller one more; fewer Ps would make workers and caller trade Ps
@@ -185,6 +184,14 @@ func (e *Engine) startNUMA(opt Options, topo *numa.Topology, fp *cflowfmt.NUMAPl
 		runtime.GOMAXPROCS(need)
 		rep.note("GOMAXPROCS raised from %d to %d (one per pinned worker, one for the caller)", have, need)
 	}
+	var groups []*pool.Pool
+	defer func() {
+		if e.pool == nil { // a group failed to start: stop the others
+			for _, g := range groups {
+				g.Close()
+			}
+		}
+	}()
 	for i, n := range topo.Nodes {
 		var cpus []int
 		for _, c := range n.CPUs {
@@ -203,12 +210,13 @@ func (e *Engine) startNUMA(opt Options, topo *numa.Topology, fp *cflowfmt.NUMAPl
 			}
 			pin = func() error { return numa.Pin(cpus) }
 		}
-		g, err := newGroup(rep.Threads[i], pin)
+		g, err := pool.NewGroup(rep.Threads[i], pin)
 		if err != nil {
 			return fmt.Errorf("runtime: node %d: %w", n.ID, err)
 		}
-		front.groups = append(front.groups, g)
+		groups = append(groups, g)
 	}
+	e.pool = pool.NewFront(groups)
 	placer := opt.Placer
 	if placer == nil {
 		placer = numa.NewKernel()
@@ -279,8 +287,8 @@ func (e *Engine) closeNUMA() {
 // A worker's memory fault (the file truncated under the copy) is re-raised
 // in the caller, where startNUMA turns it into New's error.
 func (e *Engine) onNode(g, n int, f func(i int)) {
-	gp := e.pool.groups[g]
-	j := gp.post(n, f)
-	gp.finish(j)
-	j.raise()
+	gp := e.pool.Groups()[g]
+	j := gp.Post(n, f)
+	gp.Finish(j)
+	j.Raise()
 }

@@ -96,8 +96,8 @@ func TestNUMAOneNodeIsPlain(t *testing.T) {
 	tm := archCases()[0].build(quant.Q8_0, 1)
 	rec := &numa.Recorder{}
 	e := newNUMAEngine(t, tm.m, numa.Single([]int{0, 1}), rec)
-	if e.numa != nil || e.pool.groups != nil || len(rec.Log()) != 0 || e.NUMA().Mode != "plain" {
-		t.Fatalf("one node: numa %v, groups %d, %d requests, %s", e.numa, len(e.pool.groups), len(rec.Log()), e.NUMA())
+	if e.numa != nil || e.pool.Groups() != nil || len(rec.Log()) != 0 || e.NUMA().Mode != "plain" {
+		t.Fatalf("one node: numa %v, groups %d, %d requests, %s", e.numa, len(e.pool.Groups()), len(rec.Log()), e.NUMA())
 	}
 }
 

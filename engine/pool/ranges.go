@@ -1,4 +1,4 @@
-package engine
+package pool
 
 import "sync/atomic"
 
@@ -27,7 +27,7 @@ func unpack(w uint64) (lo, hi uint32) { return uint32(w), uint32(w >> 32) }
 
 // share splits items 0..n−1 into threads contiguous ranges of (nearly)
 // equal length.
-func (j *job) share(n, threads int) {
+func (j *Job) share(n, threads int) {
 	threads = max(1, threads)
 	if threads <= len(j.inline) {
 		j.ranges = j.inline[:threads]
@@ -42,7 +42,7 @@ func (j *job) share(n, threads int) {
 // claim returns thread t's next item: the front of its own range, else the
 // first item of the back half it steals from another thread (the rest of
 // that half becomes its own range); ok is false when every range is empty.
-func (j *job) claim(t int) (i int, ok bool) {
+func (j *Job) claim(t int) (i int, ok bool) {
 	r := &j.ranges[t].w
 	for {
 		w := r.Load()
@@ -63,7 +63,7 @@ func (j *job) claim(t int) (i int, ok bool) {
 // and only thieves cut its back, each with one compare-and-swap on the
 // packed word; t's own range, being empty, is written by nobody else until
 // t stores the stolen rest into it. So every item is claimed exactly once.
-func (j *job) steal(t int) (i int, ok bool) {
+func (j *Job) steal(t int) (i int, ok bool) {
 	n := len(j.ranges)
 	for k := 1; k < n; k++ {
 		r := &j.ranges[(t+k)%n].w

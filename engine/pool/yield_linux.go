@@ -1,6 +1,6 @@
 //go:build linux
 
-package engine
+package pool
 
 import "golang.org/x/sys/unix"
 

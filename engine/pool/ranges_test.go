@@ -1,4 +1,4 @@
-package engine
+package pool
 
 import (
 	"slices"
@@ -15,7 +15,7 @@ func TestRangesClaimEveryItemOnce(t *testing.T) {
 		for _, n := range []int{1, 2, 3, 7, 64, 250, 1000} {
 			for rep := 0; rep < 20; rep++ {
 				counts := make([]atomic.Int32, n)
-				j := &job{f: func(i int) { counts[i].Add(1) }}
+				j := &Job{f: func(i int) { counts[i].Add(1) }}
 				j.share(n, threads)
 				j.pending.Store(int64(n))
 				var wg sync.WaitGroup
@@ -50,7 +50,7 @@ func TestRangesClaimEveryItemOnce(t *testing.T) {
 // contiguous.
 func TestRangesSchedule(t *testing.T) {
 	var order []int
-	j := &job{f: func(i int) { order = append(order, i) }}
+	j := &Job{f: func(i int) { order = append(order, i) }}
 	j.share(10, 2)
 	j.pending.Store(10)
 	j.work(0)
@@ -59,7 +59,7 @@ func TestRangesSchedule(t *testing.T) {
 		t.Fatalf("lone thread 0 ran %v, want %v", order, want)
 	}
 	order = nil
-	j = &job{f: func(i int) { order = append(order, i) }}
+	j = &Job{f: func(i int) { order = append(order, i) }}
 	j.share(10, 3)
 	j.pending.Store(10)
 	j.work(2)
