@@ -213,7 +213,7 @@ func TestChatThreeTurns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	cm, err := openChat(m.Meta, int(m.Header.VocabSize))
+	cm, err := chat.OpenModel(m.Meta, int(m.Header.VocabSize))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,13 +221,13 @@ func TestChatThreeTurns(t *testing.T) {
 	// fixture config.json's eos_token_id 2 and <|endoftext|> (292) stay
 	// stop ids.
 	if eos := m.Meta.U32(cflowfmt.KeyEOS, 0); eos != 291 || fmt.Sprint(m.Meta.U32s(cflowfmt.KeyEndOfTurn)) != "[2 291 292]" {
-		t.Fatalf("eos %d, stop ids %v, eot %v", eos, cm.stop, m.Meta.U32s(cflowfmt.KeyEndOfTurn))
+		t.Fatalf("eos %d, stop ids %v, eot %v", eos, cm.StopIDs, m.Meta.U32s(cflowfmt.KeyEndOfTurn))
 	}
 	msgs := []chat.Message{{Role: "system", Content: "Be brief."}}
 	var last []int
 	for i, tr := range turns {
 		msgs = append(msgs, chat.Message{Role: "user", Content: tr.User})
-		ids, err := cm.prompt(msgs)
+		ids, err := cm.Prompt(msgs)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -283,7 +283,7 @@ func TestChatReusesTheConversation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	cm, err := openChat(m.Meta, int(m.Header.VocabSize))
+	cm, err := chat.OpenModel(m.Meta, int(m.Header.VocabSize))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +291,7 @@ func TestChatReusesTheConversation(t *testing.T) {
 	for _, tr := range turns[:2] {
 		msgs = append(msgs, chat.Message{Role: "user", Content: tr.User}, chat.Message{Role: "assistant", Content: tr.Reply})
 	}
-	ids, err := cm.prompt(append(msgs, chat.Message{Role: "user", Content: turns[2].User}))
+	ids, err := cm.Prompt(append(msgs, chat.Message{Role: "user", Content: turns[2].User}))
 	if err != nil {
 		t.Fatal(err)
 	}

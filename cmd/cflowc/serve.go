@@ -138,7 +138,7 @@ func serveTemplate(md *cflowfmt.Metadata, vocab int, tk tokenizer.Tokenizer) (se
 	if tk == nil {
 		return nil, nil
 	}
-	cm, err := openChat(md, vocab)
+	cm, err := chat.OpenModel(md, vocab)
 	if errors.Is(err, chat.ErrNoTemplate) {
 		return nil, nil
 	}
@@ -150,7 +150,7 @@ func serveTemplate(md *cflowfmt.Metadata, vocab int, tk tokenizer.Tokenizer) (se
 
 // fileTemplate renders with the file's template and tokenizes as chat
 // does (apply_chat_template: special tokens matched, BOS from the template).
-type fileTemplate struct{ cm *chatModel }
+type fileTemplate struct{ cm *chat.Model }
 
 func (fileTemplate) Name() string { return "the file's own (tokenizer_config.json chat_template)" }
 
@@ -159,5 +159,5 @@ func (f fileTemplate) Prompt(msgs []serve.Message) ([]int, error) {
 	for i, m := range msgs {
 		cms[i] = chat.Message{Role: m.Role, Content: m.Content}
 	}
-	return f.cm.prompt(cms)
+	return f.cm.Prompt(cms)
 }

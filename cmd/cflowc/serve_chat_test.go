@@ -59,11 +59,11 @@ func TestServeFileTemplate(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("%d %v", resp.StatusCode, err)
 	}
-	cm, err := openChat(m.Meta, vocab)
+	cm, err := chat.OpenModel(m.Meta, vocab)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids, err := cm.prompt([]chat.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hello there"}})
+	ids, err := cm.Prompt([]chat.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hello there"}})
 	if err != nil {
 		t.Fatal(err)
 	}
