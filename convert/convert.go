@@ -87,11 +87,15 @@ func Convert(ctx context.Context, input, output string, opt Options) (*Result, e
 	if nodes < 1 || nodes > cflowfmt.MaxNUMANodes {
 		return nil, fmt.Errorf("--numa-nodes %d outside 1..%d", nodes, cflowfmt.MaxNUMANodes)
 	}
-	c, err := openCheckpoint(input, opt.onMapped)
+	src, err := openSource(input, opt.onMapped)
 	if err != nil {
 		return nil, err
 	}
-	defer c.close()
+	defer src.close()
+	c, err := newCheckpoint(src)
+	if err != nil {
+		return nil, err
+	}
 	if opt.Tokenizer != "" {
 		if c.tokenizer, err = tokenizer.ReadFile(opt.Tokenizer); err != nil {
 			return nil, fmt.Errorf("--tokenizer: %w", err)

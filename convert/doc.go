@@ -2,8 +2,9 @@
 // directories and llama2.c legacy .bin files) into .cflow and .vflow files
 // whose tiles sit in the order the runtime reads them.
 //
-// The pipeline is: open the checkpoint lazily over a file mapping
-// (checkpoint.go, safetensors.go, llama2c.go), map config.json onto a
+// The pipeline is: open the input as a source (source.go: tensors under
+// Hugging Face names over file mappings, a config.json document, the
+// tokenizer files; one source_<kind>.go per input kind), map the config onto a
 // GlobalHeader and metadata through the model's family (family.go, one
 // family_<name>.go per family, hf.go, spec.go), decide which
 // NUMA node owns which rows and columns of every matrix (numa.go),

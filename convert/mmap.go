@@ -64,19 +64,3 @@ func release(b []byte) {
 	}
 	_ = unix.Madvise(b[start:end], unix.MADV_DONTNEED)
 }
-
-// locate names the mapped input file holding addr and addr's offset in
-// it, so a memory fault (cflowfmt.GuardFaultIn) names the shard that was
-// truncated; the checkpoint's path when no mapping holds it.
-func (c *checkpoint) locate(addr uintptr) (string, int64) {
-	for _, m := range c.maps {
-		if len(m.data) == 0 {
-			continue
-		}
-		base := uintptrOf(m.data)
-		if addr >= base && addr-base < uintptr(len(m.data)) {
-			return m.path, int64(addr - base)
-		}
-	}
-	return c.path, 0
-}

@@ -117,12 +117,12 @@ func splitHalfRow(hd int) func(int) int {
 // Llama checkpoint: tensors under HF names, q/k rows permuted to split-half
 // order, and a synthesized config (rms eps 1e-5, tied unless the file has a
 // classifier, no tokenizer: llama2.c keeps it in a separate file).
-func openLlama2c(path string, mapped func(string)) (c *checkpoint, err error) {
+func openLlama2c(path string, mapped func(string)) (c *source, err error) {
 	m, err := mapFile(path)
 	if err != nil {
 		return nil, err
 	}
-	c = &checkpoint{path: path, configPath: path + " (llama2.c header)", tensors: map[string]*tensor{}, maps: []*mapping{m}}
+	c = &source{path: path, tensors: map[string]*tensor{}, maps: []*mapping{m}}
 	defer func() {
 		if err != nil {
 			c.close()
@@ -157,8 +157,8 @@ func openLlama2c(path string, mapped func(string)) (c *checkpoint, err error) {
 		"eos_token_id":            2,
 		"_name_or_path":           "llama2c:" + path,
 	}
-	b, _ := json.Marshal(cfg)
-	c.cfg, err = parseConfig(c.configPath, b)
+	b, err := json.Marshal(cfg)
+	c.config = configDoc{file: path + " (llama2.c header)", json: b}
 	return c, err
 }
 
@@ -168,7 +168,7 @@ func isQK(name string) bool {
 
 // addLlama2cTensors parses the header of b, the mapped file, and adds its
 // tensors under HF names, each checked for non-finite values.
-func (c *checkpoint) addLlama2cTensors(b []byte) (llama2cHeader, error) {
+func (c *source) addLlama2cTensors(b []byte) (llama2cHeader, error) {
 	h, err := parseLlama2cHeader(c.path, b)
 	if err != nil {
 		return h, err
@@ -192,7 +192,6 @@ func (c *checkpoint) addLlama2cTensors(b []byte) (llama2cHeader, error) {
 				t.rowOf = splitHalfRow(hd)
 			}
 			c.tensors[lt.name] = t
-			c.inputBytes += n
 		}
 		off += n
 	}
