@@ -55,7 +55,15 @@ func interspersed(args []string, cmds []*cli.Command) []string {
 	if cmd == nil {
 		return out
 	}
-	var flags, pos []string
+	flags, pos := splitFlags(cmd, rest)
+	out = append(out, flags...)
+	return append(out, pos...)
+}
+
+// splitFlags parts a command's arguments into its flags (each with its
+// value) and the positional arguments, in their order; "--" ends the
+// flags.
+func splitFlags(cmd *cli.Command, rest []string) (flags, pos []string) {
 	for i := 0; i < len(rest); i++ {
 		tok := rest[i]
 		if tok == "--" {
@@ -76,8 +84,7 @@ func interspersed(args []string, cmds []*cli.Command) []string {
 			flags = append(flags, rest[i])
 		}
 	}
-	out = append(out, flags...)
-	return append(out, pos...)
+	return flags, pos
 }
 
 // isGroup reports whether c only groups subcommands (dev, export); the

@@ -58,10 +58,50 @@ func runBench(c *cli.Context) error {
 		return cli.Exit("bench: give one FILE", exitUsage)
 	}
 	in := c.Args().First()
-	if err := checkThreads("bench", c.Int("threads")); err != nil {
+	if err := checkBenchFlags(c, in); err != nil {
 		return err
 	}
 	defer onOneCPU(c.Int("threads"))()
+	m, err := vflowfmt.OpenModel(in)
+	if err != nil {
+		return cli.Exit("bench: "+err.Error(), exitUsage)
+	}
+	defer m.Close()
+	cfg, err := benchConfig(c, int(m.Header.MaxSeqLen))
+	if err != nil {
+		return err
+	}
+	if p := c.String("cpuprofile"); p != "" {
+		pf, err := cflowfmt.CreateSink(p)
+		if err != nil {
+			return cli.Exit("bench: --cpuprofile: "+err.Error(), exitUsage)
+		}
+		defer pf.Abort() // after Commit, a no-op
+		cfg.Profile = pf
+	}
+	r, err := bench.Run(m, cfg)
+	if err != nil {
+		return lateExit("bench", err)
+	}
+	if pf, ok := cfg.Profile.(*cflowfmt.Sink); ok {
+		if err := pf.Commit(); err != nil {
+			return cli.Exit("bench: --cpuprofile: "+err.Error(), exitError)
+		}
+	}
+	defer warnSmallPages(in, r)
+	if c.Bool("json") {
+		return json.NewEncoder(os.Stdout).Encode(r)
+	}
+	printBench(r, c.Int("runs"))
+	return nil
+}
+
+// checkBenchFlags refuses, before the model is opened, the flag values
+// that cannot describe a benchmark.
+func checkBenchFlags(c *cli.Context, in string) error {
+	if err := checkThreads("bench", c.Int("threads")); err != nil {
+		return err
+	}
 	for _, f := range []string{"tokens", "prompt"} {
 		if c.Int(f) < 0 {
 			return cli.Exit(fmt.Sprintf("bench: --%s %d: must be ≥ 0", f, c.Int(f)), exitUsage)
@@ -88,16 +128,17 @@ func runBench(c *cli.Context) error {
 			return err
 		}
 	}
-	m, err := vflowfmt.OpenModel(in)
-	if err != nil {
-		return cli.Exit("bench: "+err.Error(), exitUsage)
-	}
-	defer m.Close()
+	return nil
+}
+
+// benchConfig reads the flags that depend on the model (its context) into
+// bench's configuration.
+func benchConfig(c *cli.Context, maxSeq int) (bench.Config, error) {
 	// Each run starts from an empty KV cache, so each count alone must fit
 	// the context (bench.Run's own check would be exit 3).
 	for _, f := range []string{"tokens", "warmup", "prompt"} {
-		if n := c.Int(f); n > int(m.Header.MaxSeqLen) {
-			return cli.Exit(fmt.Sprintf("bench: --%s %d exceeds the model's context of %d", f, n, m.Header.MaxSeqLen), exitUsage)
+		if n := c.Int(f); n > maxSeq {
+			return bench.Config{}, cli.Exit(fmt.Sprintf("bench: --%s %d exceeds the model's context of %d", f, n, maxSeq), exitUsage)
 		}
 	}
 	if t := c.Int("threads"); t > runtime.GOMAXPROCS(0) {
@@ -105,58 +146,29 @@ func runBench(c *cli.Context) error {
 		runtime.GOMAXPROCS(t)
 	}
 	if b := c.Int("batch"); b < 1 || b > engine.MaxBatch {
-		return cli.Exit(fmt.Sprintf("bench: --batch %d outside 1..%d", b, engine.MaxBatch), exitUsage)
+		return bench.Config{}, cli.Exit(fmt.Sprintf("bench: --batch %d outside 1..%d", b, engine.MaxBatch), exitUsage)
 	}
 	if n := c.Int("parallel"); n < 1 || n > c.Int("batch") {
-		return cli.Exit(fmt.Sprintf("bench: --parallel %d outside 1..%d (--batch: one pass feeds every sequence)", n, c.Int("batch")), exitUsage)
+		return bench.Config{}, cli.Exit(fmt.Sprintf("bench: --parallel %d outside 1..%d (--batch: one pass feeds every sequence)", n, c.Int("batch")), exitUsage)
 	}
 	xio, err := engine.ParseExpertIO(c.String("expert-io"))
 	if err != nil {
-		return cli.Exit("bench: --expert-io: "+err.Error(), exitUsage)
+		return bench.Config{}, cli.Exit("bench: --expert-io: "+err.Error(), exitUsage)
 	}
-	cfg := bench.Config{ExpertIO: xio, Batch: c.Int("batch"), Parallel: c.Int("parallel"),
+	return bench.Config{ExpertIO: xio, Batch: c.Int("batch"), Parallel: c.Int("parallel"),
 		Threads: c.Int("threads"), Tokens: c.Int("tokens"), Prompt: c.Int("prompt"), Runs: c.Int("runs"), Warmup: c.Int("warmup"),
 		ProbeBytes: int64(c.Int("probe-mib")) << 20, ProbeRuns: c.Int("probe-runs"), Seed: 1,
-	}
-	if p := c.String("cpuprofile"); p != "" {
-		pf, err := cflowfmt.CreateSink(p)
-		if err != nil {
-			return cli.Exit("bench: --cpuprofile: "+err.Error(), exitUsage)
-		}
-		defer pf.Abort() // after Commit, a no-op
-		cfg.Profile = pf
-	}
-	r, err := bench.Run(m, cfg)
-	if err != nil {
-		return lateExit("bench", err)
-	}
-	if pf, ok := cfg.Profile.(*cflowfmt.Sink); ok {
-		if err := pf.Commit(); err != nil {
-			return cli.Exit("bench: --cpuprofile: "+err.Error(), exitError)
-		}
-	}
-	defer warnSmallPages(in, r)
-	if c.Bool("json") {
-		return json.NewEncoder(os.Stdout).Encode(r)
-	}
-	fmt.Printf("%s (%s, kernel %s), %d threads, %d runs, CPU %s\n", r.Model, r.Quant, r.Kernel, r.Threads, c.Int("runs"), r.CPU)
+	}, nil
+}
+
+// printBench prints a result as text, one figure a line.
+func printBench(r *bench.Result, runs int) {
+	fmt.Printf("%s (%s, kernel %s), %d threads, %d runs, CPU %s\n", r.Model, r.Quant, r.Kernel, r.Threads, runs, r.CPU)
 	if r.PromptTokens > 0 {
 		fmt.Printf("prompt (pp%d) %8.2f tok/s (median; runs %s; %d tokens per weight pass)\n", r.PromptTokens, r.PromptTokS, benchList(r.PromptRuns), r.Batch)
 	}
 	if r.Tokens > 0 {
-		if r.Parallel > 1 {
-			fmt.Printf("decode (tg%d × %d sequences) %8.2f tok/s in all, %.2f each (median; runs %s)\n",
-				r.Tokens, r.Parallel, r.DecodeTokS, r.DecodeTokS/float64(r.Parallel), benchList(r.Runs))
-		} else {
-			fmt.Printf("decode (tg%d) %8.2f tok/s (median; runs %s)\n", r.Tokens, r.DecodeTokS, benchList(r.Runs))
-		}
-		sb := r.StreamBytes
-		fmt.Printf("weights read  %8.1f MB/token (attention %.1f, dense %.1f, router %.1f, experts %.1f, embedding %.3f, LM head %.1f)\n",
-			r.BytesPerToken/1e6, sb.Attn/1e6, sb.Dense/1e6, sb.Router/1e6, sb.Experts/1e6, sb.Embed/1e6, sb.LMHead/1e6)
-		if r.Parallel > 1 {
-			fmt.Printf("              (per token as if alone; a step reads a dense model's weights once for all %d)\n", r.Parallel)
-		}
-		fmt.Printf("effective     %8.2f GB/s\n", r.GBs)
+		printBenchDecode(r)
 	}
 	fmt.Printf("read probe    %8.2f GB/s (median; passes %s)\n", r.RooflineGBs, benchList(r.ProbeRuns))
 	if r.Tokens > 0 {
@@ -168,7 +180,22 @@ func runBench(c *cli.Context) error {
 	if r.NUMA != "" {
 		fmt.Println(r.NUMA)
 	}
-	return nil
+}
+
+func printBenchDecode(r *bench.Result) {
+	if r.Parallel > 1 {
+		fmt.Printf("decode (tg%d × %d sequences) %8.2f tok/s in all, %.2f each (median; runs %s)\n",
+			r.Tokens, r.Parallel, r.DecodeTokS, r.DecodeTokS/float64(r.Parallel), benchList(r.Runs))
+	} else {
+		fmt.Printf("decode (tg%d) %8.2f tok/s (median; runs %s)\n", r.Tokens, r.DecodeTokS, benchList(r.Runs))
+	}
+	sb := r.StreamBytes
+	fmt.Printf("weights read  %8.1f MB/token (attention %.1f, dense %.1f, router %.1f, experts %.1f, embedding %.3f, LM head %.1f)\n",
+		r.BytesPerToken/1e6, sb.Attn/1e6, sb.Dense/1e6, sb.Router/1e6, sb.Experts/1e6, sb.Embed/1e6, sb.LMHead/1e6)
+	if r.Parallel > 1 {
+		fmt.Printf("              (per token as if alone; a step reads a dense model's weights once for all %d)\n", r.Parallel)
+	}
+	fmt.Printf("effective     %8.2f GB/s\n", r.GBs)
 }
 
 // warnSmallPages tells, on stderr, when less than 90% of a model mapping

@@ -115,43 +115,11 @@ func runInspect(w io.Writer, path string, asJSON, tiles, check bool) error {
 	}
 	_, hasSums := cflowfmt.StoredSums(in.model.Meta)
 	if asJSON {
-		// Flatten the description into one object and add the optional parts.
-		b, err := json.Marshal(in.desc)
-		if err != nil {
-			return cli.Exit(fmt.Sprintf("inspect: %v", err), exitError)
-		}
-		var out map[string]any
-		json.Unmarshal(b, &out)
-		if tiles {
-			out["tile_list"] = list
-		}
-		if check {
-			out["check"] = "ok"
-			out["checksums"] = map[bool]string{true: "verified", false: "none"}[hasSums]
-			if checkErr != nil {
-				out["check"] = checkErr.Error()
-			}
-		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
+		if err := in.printJSON(w, list, tiles, check, hasSums, checkErr); err != nil {
 			return err
 		}
 	} else {
-		in.text(w)
-		if tiles {
-			fmt.Fprintln(w, "\ntile list: offset layer matrix expert row_off col_off rows cols quant_group bytes")
-			for _, t := range list {
-				fmt.Fprintf(w, "  %d %d %s %d %d %d %d %d %d %d\n", t.Offset, t.Layer, t.Matrix, t.Expert, t.RowOffset, t.ColOffset, t.Rows, t.Cols, t.QuantGroup, t.Bytes)
-			}
-		}
-		if check && checkErr == nil {
-			sums := "per-layer weight checksums verified"
-			if !hasSums {
-				sums = "no checksums: the file predates them, weight bytes not verified"
-			}
-			fmt.Fprintf(w, "\ncheck: ok (every tile read and validated; %s)\n", sums)
-		}
+		in.printText(w, list, tiles, check, hasSums, checkErr)
 	}
 	if checkErr != nil {
 		var fe *cflowfmt.FormatError
@@ -161,4 +129,46 @@ func runInspect(w io.Writer, path string, asJSON, tiles, check bool) error {
 		return cli.Exit(fmt.Sprintf("inspect --check: %v", checkErr), exitFail)
 	}
 	return nil
+}
+
+// printJSON prints the description flattened into one object, with the
+// tile list and the check's outcome when asked for.
+func (in *inspected) printJSON(w io.Writer, list []cflowfmt.TileInfo, tiles, check, hasSums bool, checkErr error) error {
+	b, err := json.Marshal(in.desc)
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("inspect: %v", err), exitError)
+	}
+	var out map[string]any
+	json.Unmarshal(b, &out)
+	if tiles {
+		out["tile_list"] = list
+	}
+	if check {
+		out["check"] = "ok"
+		out["checksums"] = map[bool]string{true: "verified", false: "none"}[hasSums]
+		if checkErr != nil {
+			out["check"] = checkErr.Error()
+		}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// printText prints the description, the tile list and a passed check.
+func (in *inspected) printText(w io.Writer, list []cflowfmt.TileInfo, tiles, check, hasSums bool, checkErr error) {
+	in.text(w)
+	if tiles {
+		fmt.Fprintln(w, "\ntile list: offset layer matrix expert row_off col_off rows cols quant_group bytes")
+		for _, t := range list {
+			fmt.Fprintf(w, "  %d %d %s %d %d %d %d %d %d %d\n", t.Offset, t.Layer, t.Matrix, t.Expert, t.RowOffset, t.ColOffset, t.Rows, t.Cols, t.QuantGroup, t.Bytes)
+		}
+	}
+	if check && checkErr == nil {
+		sums := "per-layer weight checksums verified"
+		if !hasSums {
+			sums = "no checksums: the file predates them, weight bytes not verified"
+		}
+		fmt.Fprintf(w, "\ncheck: ok (every tile read and validated; %s)\n", sums)
+	}
 }

@@ -92,20 +92,7 @@ func runPPL(c *cli.Context) error {
 	if b := c.String("kl-base"); b != "" {
 		return comparePPL(c, e, opt, b, ids, bos, ctx, len(text), progress)
 	}
-	t0 := time.Now()
-	r, err := ppl.Evaluate(e, ids, bos, ctx, len(text), progress)
-	if err != nil {
-		return cli.Exit(err.Error(), exitUsage)
-	}
-	el := time.Since(t0)
-	if c.Bool("json") {
-		return printJSON(r)
-	}
-	fmt.Printf("ppl %.4f  bits/byte %.4f  loss %.5f nats/token  (%d tokens, %d bytes, %d chunks, ctx %d)\n",
-		r.PPL, r.BitsPerByte, r.Loss, r.Tokens, r.Bytes, r.Chunks, r.Ctx)
-	fmt.Fprintf(os.Stderr, "%.1f s, %.0f tok/s, kernel %s, %d threads\n", el.Seconds(),
-		float64(r.Tokens)/max(el.Seconds(), 1e-9), e.Kernel(), c.Int("threads"))
-	return nil
+	return evaluatePPL(c, e, ids, bos, ctx, len(text), progress)
 }
 
 // comparePPL is ppl --kl-base: the base file is opened and run beside the
@@ -136,5 +123,23 @@ func comparePPL(c *cli.Context, e *engine.Engine, opt engine.Options, basePath s
 	fmt.Printf("ppl %.4f  base ppl %.4f  ratio %.5f  mean KL(base‖file) %.5f nats  same top token %.2f%%  (max KL %.4f; %d tokens, %d chunks, ctx %d)\n",
 		r.PPL, r.BasePPL, r.PPLRatio, r.MeanKLD, 100*r.SameTop, r.MaxKLD, r.Tokens, r.Chunks, r.Ctx)
 	fmt.Fprintf(os.Stderr, "%.1f s for both files, kernel %s, %d threads\n", el.Seconds(), e.Kernel(), c.Int("threads"))
+	return nil
+}
+
+// evaluatePPL runs the perplexity protocol on e and prints its figures.
+func evaluatePPL(c *cli.Context, e *engine.Engine, ids []int, bos, ctx, textBytes int, progress func(int, int)) error {
+	t0 := time.Now()
+	r, err := ppl.Evaluate(e, ids, bos, ctx, textBytes, progress)
+	if err != nil {
+		return cli.Exit(err.Error(), exitUsage)
+	}
+	el := time.Since(t0)
+	if c.Bool("json") {
+		return printJSON(r)
+	}
+	fmt.Printf("ppl %.4f  bits/byte %.4f  loss %.5f nats/token  (%d tokens, %d bytes, %d chunks, ctx %d)\n",
+		r.PPL, r.BitsPerByte, r.Loss, r.Tokens, r.Bytes, r.Chunks, r.Ctx)
+	fmt.Fprintf(os.Stderr, "%.1f s, %.0f tok/s, kernel %s, %d threads\n", el.Seconds(),
+		float64(r.Tokens)/max(el.Seconds(), 1e-9), e.Kernel(), c.Int("threads"))
 	return nil
 }

@@ -157,36 +157,14 @@ func runRun(c *cli.Context) error {
 	if err != nil {
 		return flagError("run", err)
 	}
-	xio, err := engine.ParseExpertIO(c.String("expert-io"))
+	opt, err := runEngineOptions(c)
 	if err != nil {
-		return cli.Exit("run: --expert-io: "+err.Error(), exitUsage)
-	}
-	if err := checkThreads("run", c.Int("threads")); err != nil {
 		return err
 	}
 	defer onOneCPU(c.Int("threads"))()
-	if c.IsSet("trace-out") {
-		if err := checkOutput("run", "--trace-out", c.String("trace-out"), c.Args().First()); err != nil {
-			return err
-		}
-	}
-	if t := c.Int("threads"); t > runtime.GOMAXPROCS(0) {
-		runtime.GOMAXPROCS(t)
-	}
-	opt := engine.Options{Threads: c.Int("threads"), ExpertIO: xio}
 	var tr *generate.Trace
 	if c.IsSet("trace-out") {
-		// A trace is a reference: keep activations in f32 so replaying it
-		// needs no allowance for int8 activation rounding.
-		opt.Kernel = verify.Kernel()
 		tr = generate.NewTrace(m, prompt)
-	}
-	if c.IsSet("kernel") {
-		k, err := quant.KernelByName(c.String("kernel"))
-		if err != nil {
-			return cli.Exit("run: --kernel: "+err.Error(), exitUsage)
-		}
-		opt.Kernel = k
 	}
 	e, err := engine.New(m, opt)
 	if err != nil {
@@ -196,6 +174,55 @@ func runRun(c *cli.Context) error {
 	if chosen && !params.Greedy() {
 		fmt.Fprintf(os.Stderr, "seed %d (pass --seed %d to repeat this sample)\n", params.Seed, params.Seed)
 	}
+	if err := runDecode(e, seq, tk, prompt, tr, opt.ExpertIO, c.Int("threads")); err != nil {
+		return err
+	}
+	if tr != nil {
+		if err := writeTrace(c.String("trace-out"), tr); err != nil {
+			return cli.Exit("run: "+err.Error(), exitError)
+		}
+	}
+	return nil
+}
+
+// runEngineOptions reads the engine's flags: threads, expert I/O, the
+// kernel (a trace is recorded on the float-activation twin unless
+// --kernel says otherwise), after checking --trace-out's path.
+func runEngineOptions(c *cli.Context) (engine.Options, error) {
+	xio, err := engine.ParseExpertIO(c.String("expert-io"))
+	if err != nil {
+		return engine.Options{}, cli.Exit("run: --expert-io: "+err.Error(), exitUsage)
+	}
+	if err := checkThreads("run", c.Int("threads")); err != nil {
+		return engine.Options{}, err
+	}
+	if c.IsSet("trace-out") {
+		if err := checkOutput("run", "--trace-out", c.String("trace-out"), c.Args().First()); err != nil {
+			return engine.Options{}, err
+		}
+	}
+	if t := c.Int("threads"); t > runtime.GOMAXPROCS(0) {
+		runtime.GOMAXPROCS(t)
+	}
+	opt := engine.Options{Threads: c.Int("threads"), ExpertIO: xio}
+	if c.IsSet("trace-out") {
+		// A trace is a reference: keep activations in f32 so replaying it
+		// needs no allowance for int8 activation rounding.
+		opt.Kernel = verify.Kernel()
+	}
+	if c.IsSet("kernel") {
+		k, err := quant.KernelByName(c.String("kernel"))
+		if err != nil {
+			return engine.Options{}, cli.Exit("run: --kernel: "+err.Error(), exitUsage)
+		}
+		opt.Kernel = k
+	}
+	return opt, nil
+}
+
+// runDecode streams the prompt's text and each sampled token to stdout
+// and the run's figures to stderr.
+func runDecode(e *engine.Engine, seq *generate.Sequence, tk tokenizer.Tokenizer, prompt []int, tr *generate.Trace, xio engine.ExpertIO, threads int) error {
 	out := bufio.NewWriter(os.Stdout)
 	if tk != nil {
 		out.Write(generate.Text(tk, -1, prompt))
@@ -224,15 +251,10 @@ func runRun(c *cli.Context) error {
 	if st.Reason != "max tokens" {
 		fmt.Fprintf(os.Stderr, "stopped: %s\n", st.Reason)
 	}
-	fmt.Fprintf(os.Stderr, "%s; kernel %s, %d threads\n", st, e.Kernel(), c.Int("threads"))
+	fmt.Fprintf(os.Stderr, "%s; kernel %s, %d threads\n", st, e.Kernel(), threads)
 	fmt.Fprintln(os.Stderr, e.NUMA()) // topology, plan use and weight placement
 	if xs := e.ExpertIOStats(); xio != engine.ExpertIOMmap && xs.Mode == xio {
 		printExpertIO(xs.Sub(xPrompt), int64(st.DecodeTokens), st.DecodeTime)
-	}
-	if tr != nil {
-		if err := writeTrace(c.String("trace-out"), tr); err != nil {
-			return cli.Exit("run: "+err.Error(), exitError)
-		}
 	}
 	return nil
 }

@@ -46,20 +46,7 @@ func init() {
 const maxParallel = 256
 
 func runServe(c *cli.Context) error {
-	if c.NArg() != 1 {
-		return cli.Exit("serve: give one model FILE", exitUsage)
-	}
-	switch {
-	case c.Int("parallel") < 1 || c.Int("parallel") > maxParallel:
-		return cli.Exit(fmt.Sprintf("serve: --parallel %d outside 1..%d", c.Int("parallel"), maxParallel), exitUsage)
-	case c.Int("ctx") < 0:
-		return cli.Exit("serve: --ctx must be ≥ 0", exitUsage)
-	case c.Int("queue") < 0 || c.Int("queue") > 1<<16:
-		return cli.Exit(fmt.Sprintf("serve: --queue %d outside 0..%d", c.Int("queue"), 1<<16), exitUsage)
-	case c.Int("port") < 0 || c.Int("port") > 65535:
-		return cli.Exit("serve: --port must be in [0, 65535]", exitUsage)
-	}
-	if err := checkThreads("serve", c.Int("threads")); err != nil {
+	if err := checkServeFlags(c); err != nil {
 		return err
 	}
 	m, err := openRunModel(c.Args().First())
@@ -99,6 +86,30 @@ func runServe(c *cli.Context) error {
 	defer s.Close()
 	fmt.Fprintf(os.Stderr, "serving %s as %q on http://%s/v1 (%d parallel, chat template: %s); SIGTERM drains and exits\n",
 		m.Path, s.ModelID(), ln.Addr(), c.Int("parallel"), s.TemplateName())
+	return serveUntilSignal(s, ln)
+}
+
+// checkServeFlags refuses, before the model is opened, the flag values no
+// server can run with.
+func checkServeFlags(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return cli.Exit("serve: give one model FILE", exitUsage)
+	}
+	switch {
+	case c.Int("parallel") < 1 || c.Int("parallel") > maxParallel:
+		return cli.Exit(fmt.Sprintf("serve: --parallel %d outside 1..%d", c.Int("parallel"), maxParallel), exitUsage)
+	case c.Int("ctx") < 0:
+		return cli.Exit("serve: --ctx must be ≥ 0", exitUsage)
+	case c.Int("queue") < 0 || c.Int("queue") > 1<<16:
+		return cli.Exit(fmt.Sprintf("serve: --queue %d outside 0..%d", c.Int("queue"), 1<<16), exitUsage)
+	case c.Int("port") < 0 || c.Int("port") > 65535:
+		return cli.Exit("serve: --port must be in [0, 65535]", exitUsage)
+	}
+	return checkThreads("serve", c.Int("threads"))
+}
+
+// serveUntilSignal serves on ln until SIGTERM or SIGINT, then drains.
+func serveUntilSignal(s *serve.Server, ln net.Listener) error {
 	// The first SIGTERM/SIGINT drains; a second one cuts the drain short.
 	ctx, drain := context.WithCancel(context.Background())
 	abort, cut := context.WithCancel(context.Background())

@@ -63,36 +63,14 @@ func runTokenize(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit("tokenize: "+err.Error(), exitUsage)
 	}
-	out := struct {
-		Text *string `json:"text,omitempty"`
-		IDs  []int   `json:"ids"`
-		BOS  int     `json:"bos"`
-	}{BOS: tk.BOS(), IDs: []int{}}
+	out := tokenizeOutput{BOS: tk.BOS(), IDs: []int{}}
 	if c.Bool("detokenize") {
-		ids, err := parseIDList(string(input), int(m.Header.VocabSize))
-		if err != nil {
-			return cli.Exit("tokenize: --detokenize: "+err.Error(), exitUsage)
-		}
-		text := tokenizer.Decode(tk, ids)
-		if !c.Bool("json") {
-			fmt.Print(text)
-			return nil
-		}
-		out.Text, out.IDs = &text, ids
-		return printJSON(out)
+		return printDetokenized(c, tk, input, int(m.Header.VocabSize))
 	}
 	text := string(input)
 	if c.IsSet("chat") {
-		msgs, err := parseMessages(input)
-		if err != nil {
-			return cli.Exit("tokenize: --chat: "+err.Error(), exitUsage)
-		}
-		tpl, opt, err := chat.FromMetadata(m.Meta)
-		if err != nil {
-			return cli.Exit("tokenize: "+err.Error(), exitUsage)
-		}
-		if text, err = tpl.Render(msgs, opt); err != nil {
-			return cli.Exit("tokenize: "+err.Error(), exitUsage)
+		if text, err = renderChatInput(m.Meta, input); err != nil {
+			return err
 		}
 		out.Text = &text
 	}
@@ -197,4 +175,42 @@ func parseIDList(s string, vocab int) ([]int, error) {
 		}
 	}
 	return ids, nil
+}
+
+// tokenizeOutput is tokenize's --json object.
+type tokenizeOutput struct {
+	Text *string `json:"text,omitempty"`
+	IDs  []int   `json:"ids"`
+	BOS  int     `json:"bos"`
+}
+
+// printDetokenized prints the text of the ids in input (--detokenize).
+func printDetokenized(c *cli.Context, tk tokenizer.Tokenizer, input []byte, vocab int) error {
+	ids, err := parseIDList(string(input), vocab)
+	if err != nil {
+		return cli.Exit("tokenize: --detokenize: "+err.Error(), exitUsage)
+	}
+	text := tokenizer.Decode(tk, ids)
+	if !c.Bool("json") {
+		fmt.Print(text)
+		return nil
+	}
+	return printJSON(tokenizeOutput{Text: &text, IDs: ids, BOS: tk.BOS()})
+}
+
+// renderChatInput renders --chat's messages with the file's template.
+func renderChatInput(md *cflowfmt.Metadata, input []byte) (string, error) {
+	msgs, err := parseMessages(input)
+	if err != nil {
+		return "", cli.Exit("tokenize: --chat: "+err.Error(), exitUsage)
+	}
+	tpl, opt, err := chat.FromMetadata(md)
+	if err != nil {
+		return "", cli.Exit("tokenize: "+err.Error(), exitUsage)
+	}
+	text, err := tpl.Render(msgs, opt)
+	if err != nil {
+		return "", cli.Exit("tokenize: "+err.Error(), exitUsage)
+	}
+	return text, nil
 }
