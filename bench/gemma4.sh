@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cflowc vs llama.cpp on a synthetic Gemma 4 26B-A4B-geometry model, same
-# Q4_0 weights (docs/PERFORMANCE.md, "Gemma 4 26B-A4B geometry"). Steps,
+# Q4_0 weights (docs/PERFORMANCE.md, "MoE: Gemma 4 26B-A4B geometry"). Steps,
 # the first three skipped when their output exists:
 #   1. build cflowc; `cflowc dev synth --geometry gemma4_26b_a4b_6l` (f16,
 #      seed 1, 11.3 GB: every per-layer shape of the real 26B-A4B, 6 of its

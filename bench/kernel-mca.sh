@@ -4,7 +4,8 @@
 # the ports or dependencies that bound it. A model, not a measurement: on
 # the Zen 3 VM it put q4avx2i8x4's loop at 171 cycles per 4096 multiply-adds,
 # against ~5500-6200 measured cycles per 128x256 tile of 32 iterations
-# (docs/PERFORMANCE.md, "Session 12: the VNNI four-column kernel in a pipeline
+# (docs/PERFORMANCE.md, Zen 3 VM, "Kernels"; the measurement is in the log
+# that page names, "Session 12: the VNNI four-column kernel in a pipeline
 # model"). Decide kernels by `make bench-kernels` on the CPU itself.
 #
 #   bench/kernel-mca.sh q4vnni512x4 [CPU ...]   (default: sapphirerapids znver4 znver5)

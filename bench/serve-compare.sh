@@ -60,7 +60,7 @@ fi
 # Both engines map their file; the page cache may hold either in small
 # folios (written by convert/export, or read with read()), which a mapping
 # can only put on 4 KiB pages (decode from 2 MiB folios 1.12× / 1.22× faster
-# at 1 / 2 threads on the Zen 3 VM; docs/PERFORMANCE.md, "Session 7"). Recache
+# at 1 / 2 threads on the Zen 3 VM; docs/PERFORMANCE.md, Zen 3 "Kernels"). Recache
 # both so the two engines run on the same page sizes, and log each file's
 # 2 MiB share.
 "$cflowc" dev recache "$cflow" "$gguf"

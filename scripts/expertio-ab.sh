@@ -1,5 +1,5 @@
 #!/bin/sh
-# Expert I/O A/B (docs/PERFORMANCE.md, "Expert I/O (direct vs sync)"):
+# Expert I/O A/B (docs/PERFORMANCE.md, Sapphire Rapids VM, "Expert I/O"):
 #   scripts/expertio-ab.sh MODEL [ROUNDS] [LOG]
 # Each round decodes 16 greedy tokens with --expert-io sync, direct and mmap at
 # 1 and 2 threads (arms alternate, so neighbours share the machine's load),
