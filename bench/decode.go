@@ -10,6 +10,7 @@ import (
 
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/engine"
+	"github.com/cflow-dev/cflow/engine/expertio"
 )
 
 // Config is one `cflowc bench` invocation.
@@ -36,7 +37,7 @@ type Config struct {
 	Profile io.Writer
 	// ExpertIO is how the engine fetches expert tiles (--expert-io), so the
 	// staged-I/O arms can be benchmarked like the default mmap path.
-	ExpertIO engine.ExpertIO
+	ExpertIO expertio.Mode
 	// Parallel is how many sequences decode together (≤ 1: one, through
 	// Step). More go through StepBatch, one token of each per step and one
 	// pass over the weights for all, as `cflowc serve` ticks with that

@@ -14,6 +14,7 @@ import (
 	"runtime"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/engine/expertio"
 	"github.com/cflow-dev/cflow/engine/numa"
 	"github.com/cflow-dev/cflow/engine/plan"
 	"github.com/cflow-dev/cflow/engine/pool"
@@ -26,8 +27,8 @@ type Options struct {
 	// included; ≤ 0 means runtime.NumCPU().
 	Threads int
 	// ExpertIO picks how expert tiles are fetched (mmap, or O_DIRECT reads
-	// blocking at routing or overlapped until injection); see ExpertIO.
-	ExpertIO ExpertIO
+	// blocking at routing or overlapped until injection); see expertio.Mode.
+	ExpertIO expertio.Mode
 	// NUMA is the node topology to run on; nil detects it (CFLOW_NUMA_TOPOLOGY,
 	// else sysfs). One node is the plain single-pool path; several start one
 	// pinned worker group per node (numa_setup.go).
@@ -41,9 +42,9 @@ type Options struct {
 	// (verify.Kernel); engines in one process never share or switch it.
 	Kernel *quant.Kernel
 
-	// openDirect, when set, replaces the O_DIRECT open of the expert
-	// tier: a test stands in for a filesystem that refuses direct I/O.
-	openDirect func(path string) (int, error)
+	// xioHooks stand in for the expert tier's filesystem in tests (a
+	// filesystem refusing direct I/O, a slow or failing disk).
+	xioHooks expertio.Hooks
 	// Batch is the most tokens Prefill and StepBatch feed per pass over the
 	// weights; 0 means MaxBatch, 1 feeds one token per pass (the baseline
 	// batched prefill is measured against).
@@ -90,8 +91,10 @@ type Engine struct {
 	seq seq // the sequence Step advances
 	bf  buffers
 
-	xio     *fetcher   // staged expert reads; nil under ExpertIOMmap
-	numa    *numaState // nil on the plain, single-node path
+	xio     *expertio.Tier      // staged expert reads; nil under expertio.Mmap
+	xplans  map[int]*stagedPlan // staged experts' plans, by layer·E + expert
+	xs      stagedState         // a lone engine's staged jobs (a column has its own)
+	numa    *numaState          // nil on the plain, single-node path
 	numaRep NUMAReport
 
 	obs   Observation
@@ -195,7 +198,7 @@ func New(m *cflowfmt.Model, opt Options) (*Engine, error) {
 		e.batch = MaxBatch
 	}
 	e.allocBuffers()
-	if err := e.initExpertIO(opt.ExpertIO, opt.openDirect); err != nil {
+	if err := e.initExpertIO(opt.ExpertIO, opt.xioHooks); err != nil {
 		return nil, err
 	}
 	threads := opt.Threads
@@ -204,7 +207,7 @@ func New(m *cflowfmt.Model, opt Options) (*Engine, error) {
 	}
 	if err := e.startPool(opt, threads); err != nil {
 		if e.xio != nil {
-			e.xio.close()
+			e.xio.Close()
 		}
 		return nil, err
 	}
@@ -247,7 +250,7 @@ func (e *Engine) Close() {
 	e.pool.Close()
 	e.closeNUMA()
 	if e.xio != nil {
-		e.xio.close()
+		e.xio.Close()
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/engine"
+	"github.com/cflow-dev/cflow/engine/expertio"
 	"github.com/cflow-dev/cflow/trace"
 	"github.com/cflow-dev/cflow/verify"
 	"github.com/cflow-dev/cflow/vflowfmt"
@@ -19,13 +20,13 @@ type armRun struct {
 	obs    []engine.Observation
 	bytes  []engine.StreamBytes
 	trace  []byte
-	io     engine.ExpertIOStats
+	io     expertio.Stats
 }
 
 // runArm decodes tokens greedily after the prompt with one expert-I/O mode
 // and records logits, observations, byte counts and the --trace-out JSON
 // run would write.
-func runArm(t *testing.T, m *cflowfmt.Model, mode engine.ExpertIO, threads int, prompt []int, n int) armRun {
+func runArm(t *testing.T, m *cflowfmt.Model, mode expertio.Mode, threads int, prompt []int, n int) armRun {
 	t.Helper()
 	e, err := engine.New(m, engine.Options{Threads: threads, ExpertIO: mode, Kernel: verify.Kernel()})
 	if err != nil {
@@ -84,8 +85,8 @@ func TestExpertIOArmsBitIdentical(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ref := runArm(t, m, engine.ExpertIOMmap, 2, prompt, gen)
-			for _, mode := range []engine.ExpertIO{engine.ExpertIOSync, engine.ExpertIODirect} {
+			ref := runArm(t, m, expertio.Mmap, 2, prompt, gen)
+			for _, mode := range []expertio.Mode{expertio.Sync, expertio.Direct} {
 				for _, threads := range []int{1, 2} {
 					got := runArm(t, m, mode, threads, prompt, gen)
 					where := name + ext + " " + mode.String()

@@ -3,6 +3,8 @@ package engine
 import (
 	"errors"
 	"sync/atomic"
+
+	"github.com/cflow-dev/cflow/engine/expertio"
 )
 
 // Staged expert I/O in a batch (batch.go): every column routes on its own,
@@ -10,13 +12,13 @@ import (
 // reads the union of the experts the batch's columns selected in that
 // routing — each expert once per batch, not once per column — into one
 // staging slot each. When the columns reach the expert computation (at
-// once, or at the injection layer under ExpertIODirect with a deferring
+// once, or at the injection layer under expertio.Direct with a deferring
 // style) they ask the driver to resolve the routing (a resolve request):
 // it awaits the reads and parses each expert's tiles from its slot once.
 // The columns then run the single-token expert loop unchanged — their
 // expert matvecs go to the driver like any other, grouped by the expert's
 // plan — and sum the experts' outputs in their own selection order, so
-// each column computes exactly what it computes alone. The fetcher is the
+// each column computes exactly what it computes alone. The tier is the
 // driver's: columns run concurrently between requests and touch only
 // their own jobs; the driver returns a routing's slots once every column
 // has finished (or dropped) its job.
@@ -26,7 +28,7 @@ import (
 type stagedBatch struct {
 	layer    int
 	experts  []int
-	slots    []*stagingSlot
+	slots    []*expertio.Slot
 	eps      []*expertPlan
 	errs     []error
 	resolved bool
@@ -38,7 +40,7 @@ type stagedBatch struct {
 // stagedState is one decoder's share of the staged tier: its finished
 // jobs (reused, so a token allocates none), the routing it deferred to the
 // injection layer and the token's first staged failure. A lone engine's
-// lives in its fetcher; a batch column keeps its own in its lane, so the
+// is Engine.xs; a batch column keeps its own in its lane, so the
 // columns share none of it (Engine.staged picks the right one).
 type stagedState struct {
 	jobs   []*stagedJob
@@ -46,25 +48,29 @@ type stagedState struct {
 	err    error      // first staged failure of this token
 }
 
-// staged is this engine's stagedState: its batch column's, or else its
-// fetcher's.
+// staged is this engine's stagedState: its batch column's, or else the
+// lone engine's.
 func (e *Engine) staged() *stagedState {
 	if ln := e.ln; ln != nil {
 		return &ln.xs
 	}
-	return &e.xio.stagedState
+	return &e.xs
 }
 
 // errBatchAbandoned is what a column sees when its request was never run
 // (the batch was abandoned after a fault); nothing it computes is kept.
 var errBatchAbandoned = errors.New("runtime: batch abandoned")
 
-// releaseJob ends a job: a lone engine's slots go back to the fetcher; a
+// releaseJob ends a job: a lone engine's slots go back to the tier; a
 // column's job leaves its routing (whose slots the driver returns).
 func (e *Engine) releaseJob(j *stagedJob) {
 	ln := e.ln
 	if ln == nil {
-		e.xio.release(j)
+		for _, s := range j.slots {
+			e.xio.Put(s)
+		}
+		j.slots = j.slots[:0]
+		e.xs.jobs = append(e.xs.jobs, j)
 		return
 	}
 	if j.batch != nil {
@@ -109,7 +115,7 @@ func (e *Engine) stageLanes(ls []*lane) {
 			}
 			if k == len(b.experts) {
 				b.experts = append(b.experts, ex)
-				b.slots = append(b.slots, x.stage(ranges[ex]))
+				b.slots = append(b.slots, x.Stage(ranges[ex]))
 			}
 			j.at = append(j.at, k)
 		}
@@ -124,14 +130,13 @@ func (e *Engine) stageLanes(ls []*lane) {
 // resolveLanes runs the columns' resolve requests: it awaits each routing's
 // reads once and parses every expert from its slot.
 func (e *Engine) resolveLanes(ls []*lane) {
-	x := e.xio
 	for _, ln := range ls {
 		b := ln.req.resolve.batch
 		if b.resolved {
 			continue
 		}
 		for k, ex := range b.experts {
-			b.eps[k], b.errs[k] = x.ready(e, b.layer, ex, b.slots[k])
+			b.eps[k], b.errs[k] = e.readyExpert(b.layer, ex, b.slots[k])
 		}
 		b.resolved = true
 	}
@@ -170,7 +175,7 @@ func (e *Engine) sweepStaged(ls []*lane, all bool) {
 			continue
 		}
 		for _, s := range b.slots {
-			e.xio.put(s)
+			e.xio.Put(s)
 		}
 	}
 	clear(e.xbatches[len(keep):])

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/engine"
+	"github.com/cflow-dev/cflow/engine/expertio"
 	"github.com/cflow-dev/cflow/verify"
 	"github.com/cflow-dev/cflow/vflowfmt"
 )
@@ -16,7 +17,7 @@ type batchRun struct {
 	logits [][]float32
 	obs    []engine.Observation
 	total  engine.StreamBytes
-	io     engine.ExpertIOStats
+	io     expertio.Stats
 }
 
 func cloneObs(o *engine.Observation) engine.Observation {
@@ -27,7 +28,7 @@ func cloneObs(o *engine.Observation) engine.Observation {
 	return cp
 }
 
-func newBatchEngine(t *testing.T, m *cflowfmt.Model, mode engine.ExpertIO, threads, batch int) *engine.Engine {
+func newBatchEngine(t *testing.T, m *cflowfmt.Model, mode expertio.Mode, threads, batch int) *engine.Engine {
 	t.Helper()
 	e, err := engine.New(m, engine.Options{Threads: threads, ExpertIO: mode, Kernel: verify.Kernel(), Batch: batch})
 	if err != nil {
@@ -39,7 +40,7 @@ func newBatchEngine(t *testing.T, m *cflowfmt.Model, mode engine.ExpertIO, threa
 
 // prefillRun feeds toks as batched prefill (PrefillEach) or, with batch 1,
 // one Step at a time, keeping every position's logits and observation.
-func prefillRun(t *testing.T, m *cflowfmt.Model, mode engine.ExpertIO, threads, batch int, toks []int) batchRun {
+func prefillRun(t *testing.T, m *cflowfmt.Model, mode expertio.Mode, threads, batch int, toks []int) batchRun {
 	t.Helper()
 	e := newBatchEngine(t, m, mode, threads, batch)
 	var r batchRun
@@ -125,8 +126,8 @@ func TestExpertIOBatchedPrefillBitIdentical(t *testing.T) {
 				t.Fatal(err)
 			}
 			toks := verifyTokens(40, int(m.Header.VocabSize))
-			steps := prefillRun(t, m, engine.ExpertIOMmap, 1, 1, toks)
-			ref := prefillRun(t, m, engine.ExpertIOMmap, 2, batch, toks)
+			steps := prefillRun(t, m, expertio.Mmap, 1, 1, toks)
+			ref := prefillRun(t, m, expertio.Mmap, 2, batch, toks)
 			for i := range toks {
 				sameLogits(t, name+ext+" mmap batched vs steps", ref.logits[i], steps.logits[i])
 				sameObs(t, name+ext+" mmap batched vs steps", ref.obs[i], steps.obs[i])
@@ -136,7 +137,7 @@ func TestExpertIOBatchedPrefillBitIdentical(t *testing.T) {
 			if wantReads >= perToken {
 				t.Fatalf("%s%s: the fixture's batches select every expert of every token apart (%d reads): the test cannot show sharing", name, ext, wantReads)
 			}
-			for _, mode := range []engine.ExpertIO{engine.ExpertIOSync, engine.ExpertIODirect} {
+			for _, mode := range []expertio.Mode{expertio.Sync, expertio.Direct} {
 				for _, threads := range []int{1, 2} {
 					where := name + ext + " " + mode.String()
 					got := prefillRun(t, m, mode, threads, batch, toks)
@@ -173,7 +174,7 @@ func TestExpertIOStepFeedsBitIdentical(t *testing.T) {
 			logits [][]float32
 			obs    []engine.Observation
 		}
-		run := func(mode engine.ExpertIO) arm {
+		run := func(mode expertio.Mode) arm {
 			e := newBatchEngine(t, m, mode, 2, 16)
 			a, b, c := e.NewSequence(), e.NewSequence(), e.NewSequence()
 			if _, err := e.PrefillSequence(a, toks[:5], nil); err != nil {
@@ -198,8 +199,8 @@ func TestExpertIOStepFeedsBitIdentical(t *testing.T) {
 			}
 			return r
 		}
-		ref := run(engine.ExpertIOMmap)
-		for _, mode := range []engine.ExpertIO{engine.ExpertIOSync, engine.ExpertIODirect} {
+		ref := run(expertio.Mmap)
+		for _, mode := range []expertio.Mode{expertio.Sync, expertio.Direct} {
 			got := run(mode)
 			for i := range ref.logits {
 				where := name + " " + mode.String() + " feed"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/engine/expertio"
 )
 
 // stagedJob is one routing whose experts are read into staging slots: what
@@ -16,7 +17,7 @@ type stagedJob struct {
 	sel   []int
 	w     []float32
 	hn    []float32
-	slots []*stagingSlot
+	slots []*expertio.Slot
 	// In a batch column: the routing the driver staged and, per selected
 	// expert, its index there (expertio_batch.go).
 	batch *stagedBatch
@@ -30,7 +31,7 @@ type stagedPlan struct {
 	gu, dn []cflowfmt.MappedTile
 }
 
-// routeStaged is moe's tail under ExpertIOSync/Direct: it issues the
+// routeStaged is moe's tail under expertio.Sync/Direct: it issues the
 // selected experts' reads, then either computes them now into out (sync,
 // or a style that injects in the routing layer) or leaves out zero and
 // hands the job to enqueue, to be computed at the injection layer.
@@ -54,10 +55,10 @@ func (e *Engine) routeStaged(lp *layerPlan, sel []int, w []float64, sum float64,
 	} else {
 		ranges := e.m.Layers[lp.idx].Experts
 		for _, ex := range sel {
-			j.slots = append(j.slots, e.xio.stage(ranges[ex]))
+			j.slots = append(j.slots, e.xio.Stage(ranges[ex]))
 		}
 	}
-	if e.xio.mode == ExpertIODirect && e.h.CombineStyle.DefersExperts() {
+	if e.xio.Mode() == expertio.Direct && e.h.CombineStyle.DefersExperts() {
 		copy(j.hn, hn)
 		st.staged = j
 		return nil
@@ -113,7 +114,7 @@ func (e *Engine) finishStaged(j *stagedJob, out []float32) {
 // computeStaged awaits each expert's read, parses its tiles from the
 // staging buffer and runs moe's expert loop with actD prepared.
 func (e *Engine) computeStaged(j *stagedJob, out []float32) error {
-	b, x := &e.bf, e.xio
+	b := &e.bf
 	clear(out)
 	var failed error
 	for i, ex := range j.sel {
@@ -133,7 +134,7 @@ func (e *Engine) computeStaged(j *stagedJob, out []float32) error {
 				}
 			}
 		} else {
-			ep, err = x.ready(e, j.lp.idx, ex, j.slots[i])
+			ep, err = e.readyExpert(j.lp.idx, ex, j.slots[i])
 		}
 		if err != nil {
 			return err
@@ -170,67 +171,40 @@ func (e *Engine) stagedErr() error {
 	return err
 }
 
-// release returns a job's slots (put waits for pending reads) and the job.
-func (x *fetcher) release(j *stagedJob) {
-	for _, s := range j.slots {
-		x.put(s)
-	}
-	j.slots = j.slots[:0]
-	x.jobs = append(x.jobs, j)
-}
-
-// stage takes a slot and issues the read of an expert's bytes r into it,
-// widened to the direct-I/O alignment.
-func (x *fetcher) stage(r cflowfmt.Range) *stagingSlot {
-	lo := r.Offset &^ (expertAlign - 1)
-	s := x.get()
-	x.issue(s, lo, int(alignExpert(r.End())-lo))
-	return s
-}
-
-// ready awaits s's read and parses expert ex of layer l from it (plan),
-// telling the observer the buffer is in use.
-func (x *fetcher) ready(e *Engine, l, ex int, s *stagingSlot) (*expertPlan, error) {
-	x.await(s)
-	ep, err := x.plan(e, l, ex, s)
-	if err == nil && x.observe != nil {
-		x.observe("use", s.buf)
-	}
-	return ep, err
-}
-
-// plan parses expert ex of layer l from s's buffer with the format's
-// expert parser and returns its plans, built on first use and afterwards
-// rebound to this buffer's bytes.
-func (x *fetcher) plan(e *Engine, l, ex int, s *stagingSlot) (*expertPlan, error) {
-	if s.err != nil {
-		return nil, fmt.Errorf("runtime: layer %d expert %d: read %s at %d: %w", l, ex, x.path, s.off, s.err)
+// readyExpert awaits s's read and parses expert ex of layer l from the
+// staged bytes with the format's expert parser, returning its plans: built
+// on first use and afterwards rebound to this slot's bytes.
+func (e *Engine) readyExpert(l, ex int, s *expertio.Slot) (*expertPlan, error) {
+	path := e.xio.Path()
+	data, off, err := e.xio.Await(s)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: layer %d expert %d: read %s at %d: %w", l, ex, path, off, err)
 	}
 	r := e.m.Layers[l].Experts[ex]
-	if need := int(r.End() - s.off); s.got < need {
-		return nil, fmt.Errorf("runtime: layer %d expert %d: read %d of %d bytes at %d of %s", l, ex, s.got, need, s.off, x.path)
+	if need := int(r.End() - off); len(data) < need {
+		return nil, fmt.Errorf("runtime: layer %d expert %d: read %d of %d bytes at %d of %s", l, ex, len(data), need, off, path)
 	}
-	ts, err := cflowfmt.ParseExpert(s.buf[:s.got], cflowfmt.Range{Offset: r.Offset - s.off, Length: r.Length}, &e.h, l, ex)
+	ts, err := cflowfmt.ParseExpert(data, cflowfmt.Range{Offset: r.Offset - off, Length: r.Length}, &e.h, l, ex)
 	if err != nil {
 		var fe *cflowfmt.FormatError
 		if errors.As(err, &fe) {
-			fe.Offset += s.off
-			fe.File = x.path
+			fe.Offset += off
+			fe.File = path
 		}
 		return nil, err
 	}
 	for i := range ts {
-		ts[i].Offset += s.off
+		ts[i].Offset += off
 	}
 	key := l*int(e.h.NumExperts) + ex
-	sp := x.plans[key]
+	sp := e.xplans[key]
 	if sp == nil {
 		gu, dn := splitExpert(ts)
 		ep, err := e.expertPlanOf(l, ex, gu, dn)
 		if err != nil {
 			return nil, err
 		}
-		x.plans[key] = &stagedPlan{ep: ep, gu: gu, dn: dn}
+		e.xplans[key] = &stagedPlan{ep: ep, gu: gu, dn: dn}
 		return ep, nil
 	}
 	var g, d int

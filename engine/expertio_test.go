@@ -11,9 +11,9 @@ import (
 	"sync"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/cflow-dev/cflow/convert"
+	"github.com/cflow-dev/cflow/engine/expertio"
 	"github.com/cflow-dev/cflow/quant"
 	"github.com/cflow-dev/cflow/vflowfmt"
 	"golang.org/x/sys/unix"
@@ -53,7 +53,8 @@ func convertFixtureDirect(t *testing.T, name, ext string) (path string, direct b
 func directWorks(t *testing.T, dir string) bool {
 	t.Helper()
 	p := filepath.Join(dir, "odirect-probe")
-	if err := os.WriteFile(p, make([]byte, 2*expertAlign), 0o644); err != nil {
+	const align = 4096 // every logical sector size O_DIRECT asks for
+	if err := os.WriteFile(p, make([]byte, 2*align), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	defer os.Remove(p)
@@ -62,22 +63,13 @@ func directWorks(t *testing.T, dir string) bool {
 		return false
 	}
 	defer unix.Close(fd)
-	_, err = unix.Pread(fd, alignedBuf(expertAlign), 0)
+	buf, err := unix.Mmap(-1, 0, align, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE) // page-aligned
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(buf)
+	_, err = unix.Pread(fd, buf, 0)
 	return err == nil
-}
-
-func TestParseExpertIO(t *testing.T) {
-	for _, m := range []ExpertIO{ExpertIOMmap, ExpertIOSync, ExpertIODirect} {
-		if got, err := ParseExpertIO(m.String()); err != nil || got != m {
-			t.Fatalf("ParseExpertIO(%q) = %v, %v", m.String(), got, err)
-		}
-	}
-	if _, err := ParseExpertIO("odirect"); err == nil {
-		t.Fatal("ParseExpertIO accepted an unknown mode")
-	}
-	if b := alignedBuf(100); uintptr(unsafe.Pointer(&b[0]))%expertAlign != 0 || len(b) != 100 {
-		t.Fatal("alignedBuf is not aligned")
-	}
 }
 
 // TestStagingSlotNeverReusedInFlight: with a slow injected reader, no
@@ -97,11 +89,6 @@ func TestStagingSlotNeverReusedInFlight(t *testing.T) {
 	}
 	defer m.Close()
 	ref := newEngine(t, m, 2)
-	e, err := New(m, Options{Threads: 2, ExpertIO: ExpertIODirect, Kernel: testKernel})
-	if err != nil {
-		t.Fatal(err)
-	}
-	x := e.xio
 	failTok := 2
 	injected := errors.New("injected read failure")
 	gate := make(chan struct{})
@@ -117,7 +104,7 @@ func TestStagingSlotNeverReusedInFlight(t *testing.T) {
 		overlapped int // kernels used a buffer while another read was in flight
 	)
 	openGate := func() { gateOnce.Do(func() { close(gate) }) }
-	x.read = func(fd int, p []byte, off int64) (int, error) {
+	read := func(fd int, p []byte, off int64) (int, error) {
 		mu.Lock()
 		b := &p[0]
 		r := role[b]
@@ -140,12 +127,12 @@ func TestStagingSlotNeverReusedInFlight(t *testing.T) {
 			<-gate // the failing token's later layers stay in flight
 		}
 		time.Sleep(200 * time.Microsecond) // slow storage
-		return preadFull(fd, p, off)
+		return expertio.ReadFull(fd, p, off)
 	}
 	// The observer runs on the decode thread: "get" precedes each issue, so
 	// while failing the first slot (layer 0's first expert) fails and every
 	// slot after layer 0's is held at the gate.
-	x.observe = func(ev string, buf []byte) {
+	observe := func(ev string, buf []byte) {
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
@@ -167,6 +154,11 @@ func TestStagingSlotNeverReusedInFlight(t *testing.T) {
 		if ev == "use" && len(inflight) > 0 {
 			overlapped++
 		}
+	}
+	e, err := New(m, Options{Threads: 2, ExpertIO: expertio.Direct, Kernel: testKernel,
+		xioHooks: expertio.Hooks{Read: read, Observe: observe}})
+	if err != nil {
+		t.Fatal(err)
 	}
 	defer e.Close()
 	defer openGate()
@@ -202,13 +194,14 @@ func TestStagingSlotNeverReusedInFlight(t *testing.T) {
 	if len(violations) > 0 {
 		t.Fatalf("staging buffers reused in flight: %v", violations)
 	}
-	if x.waitedPuts == 0 {
+	sc := e.xio.Slots()
+	if sc.WaitedPuts == 0 {
 		t.Fatal("no slot was freed with a read pending: the guard was not exercised")
 	}
-	if len(x.free) != x.allocated || reads <= x.allocated {
-		t.Fatalf("%d of %d slots free after decoding, %d reads: slots leak or are not recycled", len(x.free), x.allocated, reads)
+	if sc.Free != sc.Allocated || reads <= sc.Allocated {
+		t.Fatalf("%d of %d slots free after decoding, %d reads: slots leak or are not recycled", sc.Free, sc.Allocated, reads)
 	}
-	t.Logf("%d reads, %d puts waited on a pending read, %d slots, %d expert computations overlapped a read", reads, x.waitedPuts, x.allocated, overlapped)
+	t.Logf("%d reads, %d puts waited on a pending read, %d slots, %d expert computations overlapped a read", reads, sc.WaitedPuts, sc.Allocated, overlapped)
 }
 
 // TestExpertIOFallback: when O_DIRECT is refused with EINVAL (a filesystem
@@ -223,7 +216,7 @@ func TestExpertIOFallback(t *testing.T) {
 	defer m.Close()
 	ref := newEngine(t, m, 1)
 	refuse := func(string) (int, error) { return -1, unix.EINVAL }
-	e, err := New(m, Options{Threads: 1, ExpertIO: ExpertIODirect, Kernel: testKernel, openDirect: refuse})
+	e, err := New(m, Options{Threads: 1, ExpertIO: expertio.Direct, Kernel: testKernel, xioHooks: expertio.Hooks{OpenDirect: refuse}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,16 +267,11 @@ func TestStagedBatchReadFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, mode := range []ExpertIO{ExpertIOSync, ExpertIODirect} {
-		e, err := New(m, Options{Threads: 2, ExpertIO: mode, Kernel: testKernel, Batch: 16})
-		if err != nil {
-			t.Fatal(err)
-		}
-		x := e.xio
+	for _, mode := range []expertio.Mode{expertio.Sync, expertio.Direct} {
 		injected := errors.New("injected read failure")
 		var mu sync.Mutex
 		reads := 0
-		x.read = func(fd int, p []byte, off int64) (int, error) {
+		read := func(fd int, p []byte, off int64) (int, error) {
 			mu.Lock()
 			reads++
 			n := reads
@@ -291,12 +279,16 @@ func TestStagedBatchReadFailure(t *testing.T) {
 			if n == 5 { // inside the first batch, after a routing or two
 				return 0, injected
 			}
-			return preadFull(fd, p, off)
+			return expertio.ReadFull(fd, p, off)
+		}
+		e, err := New(m, Options{Threads: 2, ExpertIO: mode, Kernel: testKernel, Batch: 16, xioHooks: expertio.Hooks{Read: read}})
+		if err != nil {
+			t.Fatal(err)
 		}
 		freed := func(when string) {
 			t.Helper()
-			if len(x.free) != x.allocated || len(e.xbatches) != 0 {
-				t.Fatalf("%s %s: %d of %d slots free, %d routings held", mode, when, len(x.free), x.allocated, len(e.xbatches))
+			if sc := e.xio.Slots(); sc.Free != sc.Allocated || len(e.xbatches) != 0 {
+				t.Fatalf("%s %s: %d of %d slots free, %d routings held", mode, when, sc.Free, sc.Allocated, len(e.xbatches))
 			}
 		}
 		if _, err := e.Prefill(toks); !errors.Is(err, injected) {

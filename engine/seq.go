@@ -25,7 +25,7 @@ type seq struct {
 type queued struct {
 	target int
 	v      []float32
-	job    *stagedJob // ExpertIODirect: computed into v at injection
+	job    *stagedJob // expertio.Direct: computed into v at injection
 }
 
 // kvBlock is the number of positions one KV-cache block holds. Inside a

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cflow-dev/cflow/convert"
 	"github.com/cflow-dev/cflow/engine"
+	"github.com/cflow-dev/cflow/engine/expertio"
 	"github.com/cflow-dev/cflow/quant"
 	"github.com/cflow-dev/cflow/trace"
 	"github.com/cflow-dev/cflow/vflowfmt"
@@ -66,7 +67,7 @@ func TestFamilyMoEStagedExperts(t *testing.T) {
 			for i := range ts {
 				perExpert += int64(ts[i].Bytes()) // header, scales, data: what a read costs
 			}
-			for _, mode := range []engine.ExpertIO{engine.ExpertIOSync, engine.ExpertIODirect} {
+			for _, mode := range []expertio.Mode{expertio.Sync, expertio.Direct} {
 				e, err := engine.New(m, engine.Options{Threads: 2, ExpertIO: mode, Kernel: Kernel()})
 				if err != nil {
 					t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/cflow-dev/cflow/bench"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/engine"
+	"github.com/cflow-dev/cflow/engine/expertio"
 	"github.com/cflow-dev/cflow/vflowfmt"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
@@ -151,7 +152,7 @@ func benchConfig(c *cli.Context, maxSeq int) (bench.Config, error) {
 	if n := c.Int("parallel"); n < 1 || n > c.Int("batch") {
 		return bench.Config{}, cli.Exit(fmt.Sprintf("bench: --parallel %d outside 1..%d (--batch: one pass feeds every sequence)", n, c.Int("batch")), exitUsage)
 	}
-	xio, err := engine.ParseExpertIO(c.String("expert-io"))
+	xio, err := expertio.Parse(c.String("expert-io"))
 	if err != nil {
 		return bench.Config{}, cli.Exit("bench: --expert-io: "+err.Error(), exitUsage)
 	}

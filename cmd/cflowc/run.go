@@ -14,6 +14,7 @@ import (
 
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/engine"
+	"github.com/cflow-dev/cflow/engine/expertio"
 	"github.com/cflow-dev/cflow/generate"
 	"github.com/cflow-dev/cflow/quant"
 	"github.com/cflow-dev/cflow/tokenizer"
@@ -189,7 +190,7 @@ func runRun(c *cli.Context) error {
 // kernel (a trace is recorded on the float-activation twin unless
 // --kernel says otherwise), after checking --trace-out's path.
 func runEngineOptions(c *cli.Context) (engine.Options, error) {
-	xio, err := engine.ParseExpertIO(c.String("expert-io"))
+	xio, err := expertio.Parse(c.String("expert-io"))
 	if err != nil {
 		return engine.Options{}, cli.Exit("run: --expert-io: "+err.Error(), exitUsage)
 	}
@@ -222,7 +223,7 @@ func runEngineOptions(c *cli.Context) (engine.Options, error) {
 
 // runDecode streams the prompt's text and each sampled token to stdout
 // and the run's figures to stderr.
-func runDecode(e *engine.Engine, seq *generate.Sequence, tk tokenizer.Tokenizer, prompt []int, tr *generate.Trace, xio engine.ExpertIO, threads int) error {
+func runDecode(e *engine.Engine, seq *generate.Sequence, tk tokenizer.Tokenizer, prompt []int, tr *generate.Trace, xio expertio.Mode, threads int) error {
 	out := bufio.NewWriter(os.Stdout)
 	if tk != nil {
 		out.Write(generate.Text(tk, -1, prompt))
@@ -230,7 +231,7 @@ func runDecode(e *engine.Engine, seq *generate.Sequence, tk tokenizer.Tokenizer,
 	}
 	// The first sampled token comes right after the prompt: the expert
 	// I/O counters then split prompt from decode.
-	var xPrompt engine.ExpertIOStats
+	var xPrompt expertio.Stats
 	st, err := generate.Run(context.Background(), e, seq, generate.Options{Trace: tr, OnToken: func(t generate.Token) error {
 		if len(seq.Generated()) == 1 && t.ID >= 0 {
 			xPrompt = e.ExpertIOStats()
@@ -253,7 +254,7 @@ func runDecode(e *engine.Engine, seq *generate.Sequence, tk tokenizer.Tokenizer,
 	}
 	fmt.Fprintf(os.Stderr, "%s; kernel %s, %d threads\n", st, e.Kernel(), threads)
 	fmt.Fprintln(os.Stderr, e.NUMA()) // topology, plan use and weight placement
-	if xs := e.ExpertIOStats(); xio != engine.ExpertIOMmap && xs.Mode == xio {
+	if xs := e.ExpertIOStats(); xio != expertio.Mmap && xs.Mode == xio {
 		printExpertIO(xs.Sub(xPrompt), int64(st.DecodeTokens), st.DecodeTime)
 	}
 	return nil
@@ -278,7 +279,7 @@ func writeTrace(path string, tr *generate.Trace) error {
 // and per token the decode time, the time the decode thread stalled on
 // expert reads and the time the disk was busy — the C, IO and IO_eff of
 // docs/PERFORMANCE.md's expert I/O model.
-func printExpertIO(x engine.ExpertIOStats, tokens int64, d time.Duration) {
+func printExpertIO(x expertio.Stats, tokens int64, d time.Duration) {
 	if tokens <= 0 {
 		return
 	}

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package engine
+package expertio
 
 import "golang.org/x/sys/unix"
 

@@ -1,4 +1,4 @@
-package engine
+package expertio
 
 import (
 	"errors"
@@ -23,7 +23,7 @@ func openExpertFile(path string, probe []byte, openDirect func(string) (int, err
 	}
 	fd, err = openDirect(path)
 	if err == nil {
-		if _, err = preadFull(fd, probe, 0); err == nil {
+		if _, err = ReadFull(fd, probe, 0); err == nil {
 			return fd, true, "", nil
 		}
 		unix.Close(fd)
