@@ -1,9 +1,19 @@
-// Package gguf writes GGUF v3 files (llama.cpp's model format) from a
-// *cflowfmt.Model, so llama.cpp can run exactly the weights cflow runs and
-// the two engines can be compared on one model. Only what that comparison
-// needs is here: the llama architecture (dense or Mixtral-style MoE), the
-// ggml types F32, Q4_0 and Q8_0, and the file's tokenizer (HF tokenizer.json
-// BPE as llama.cpp's gpt2 or llama vocabulary, llama2.c score tables; a
+// Package gguf reads and writes GGUF (llama.cpp's model format).
+//
+// The reader (Open, Parse, NewFile; reader.go, cursor.go, value.go) takes
+// v2 and v3 files as llama.cpp's ggml/src/gguf.cpp does: every count,
+// length, dimension and offset is checked against the file's size before it
+// is used, every metadata value keeps its type (typed accessors refuse a
+// value of another type by key), general.alignment is honoured, and a
+// malformed, truncated or hostile file is a *FormatError naming the offset,
+// never a panic. It is what import (convert, the tokenizer from a GGUF)
+// builds on.
+//
+// The writer exports a *cflowfmt.Model as GGUF v3, so llama.cpp can run
+// exactly the weights cflow runs and the two engines can be compared on one
+// model: the llama.cpp architecture of each family (arch.go), the ggml
+// types F32, Q4_0 and Q8_0, and the file's tokenizer (HF tokenizer.json BPE
+// as llama.cpp's gpt2 or llama vocabulary, llama2.c score tables; a
 // placeholder of "[id]" pieces for files with none; vocab.go).
 //
 // Q4_0 and Q8_0 blocks are byte-identical in both formats (an f16 scale then

@@ -16,63 +16,6 @@ const (
 // default, which keeps readers that ignore the key correct.
 const Alignment = 32
 
-// ValueType is a GGUF metadata value type tag (gguf_type in gguf.h).
-type ValueType uint32
-
-// The value types this package writes; numbers are on disk.
-const (
-	TypeUint32  ValueType = 4
-	TypeInt32   ValueType = 5
-	TypeFloat32 ValueType = 6
-	TypeBool    ValueType = 7
-	TypeString  ValueType = 8
-	TypeArray   ValueType = 9
-)
-
-// GGMLType is a tensor's element type (ggml_type in ggml.h); numbers are on
-// disk.
-type GGMLType uint32
-
-// The ggml types cflow's tiles map onto.
-const (
-	GGMLF32  GGMLType = 0
-	GGMLQ4_0 GGMLType = 2
-	GGMLQ8_0 GGMLType = 8
-)
-
-// BlockBytes is the size of one 32-weight block of a quantized type (or of
-// one element for F32); tensor sizes are computed from it.
-func (t GGMLType) BlockBytes() int {
-	switch t {
-	case GGMLQ4_0:
-		return 18
-	case GGMLQ8_0:
-		return 34
-	}
-	return 4
-}
-
-// RowBytes is the size of one row of n elements; n must be a multiple of
-// 32 for the quantized types.
-func (t GGMLType) RowBytes(n int) int {
-	if t == GGMLF32 {
-		return 4 * n
-	}
-	return n / 32 * t.BlockBytes()
-}
-
-func (t GGMLType) String() string {
-	switch t {
-	case GGMLF32:
-		return "F32"
-	case GGMLQ4_0:
-		return "Q4_0"
-	case GGMLQ8_0:
-		return "Q8_0"
-	}
-	return "ggml_type(?)"
-}
-
 // kv is one metadata entry, already encoded as type tag + value bytes.
 type kv struct {
 	key string
