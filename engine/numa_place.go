@@ -3,13 +3,10 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"os"
-	"runtime"
 	"unsafe"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/engine/numa"
-	"golang.org/x/sys/unix"
 )
 
 // placement issues the engine's memory-policy requests and keeps the
@@ -107,23 +104,10 @@ func (pl *placement) bindInPlace() {
 			}
 		}
 		e.onNode(g, len(tiles), func(i int) {
-			prefault(tiles[i].Scales)
-			prefault(tiles[i].Data)
+			numa.Prefault(tiles[i].Scales)
+			numa.Prefault(tiles[i].Data)
 		})
 	}
-}
-
-// prefault reads one byte per page of b (and its last byte); KeepAlive on
-// the sum keeps the compiler from dropping the reads.
-func prefault(b []byte) {
-	if len(b) == 0 {
-		return
-	}
-	s := b[len(b)-1]
-	for i := 0; i < len(b); i += os.Getpagesize() {
-		s += b[i]
-	}
-	runtime.KeepAlive(s)
 }
 
 // bindExperts binds each node's run of experts, per layer, where it lies
@@ -177,12 +161,13 @@ func (pl *placement) copyTiles() error {
 		if size == 0 {
 			continue
 		}
-		a, err := newArena(size)
+		a, err := numa.NewArena(size)
 		if err != nil {
 			return fmt.Errorf("runtime: node %d: %w", g, err)
 		}
 		e.numa.arenas = append(e.numa.arenas, a)
-		pl.place(numa.Request{Kind: numa.Copy, What: fmt.Sprintf("node %d tiles", g), Node: g, Addr: a.addr(), Len: uintptr(len(a.b))}, int64(size))
+		pl.place(numa.Request{Kind: numa.Copy, What: fmt.Sprintf("node %d tiles", g), Node: g, Addr: a.Addr(), Len: uintptr(len(a.Bytes()))}, int64(size))
+		mem := a.Bytes()
 		copies := make([]mtile, len(tiles))
 		at := make([]uintptr, len(tiles))
 		var off uintptr
@@ -194,14 +179,14 @@ func (pl *placement) copyTiles() error {
 			t := tiles[i]
 			c := *t
 			o := at[i]
-			c.Scales = a.b[o : o+uintptr(len(t.Scales)) : o+uintptr(len(t.Scales))]
+			c.Scales = mem[o : o+uintptr(len(t.Scales)) : o+uintptr(len(t.Scales))]
 			copy(c.Scales, t.Scales)
 			o += align16(len(t.Scales))
-			c.Data = a.b[o : o+uintptr(len(t.Data)) : o+uintptr(len(t.Data))]
+			c.Data = mem[o : o+uintptr(len(t.Data)) : o+uintptr(len(t.Data))]
 			copy(c.Data, t.Data)
 			copies[i] = c
 		})
-		if h, err := cflowfmt.MappedHugePages(a.b); err == nil {
+		if h, err := cflowfmt.MappedHugePages(mem); err == nil {
 			pl.e.numaRep.CopyBytes += h.Size
 			pl.e.numaRep.CopyHugeBytes += h.Huge
 		}
@@ -227,13 +212,13 @@ func (pl *placement) scratch() error {
 	b := &e.bf
 	n := max(e.d, len(b.logits), len(b.q), len(b.k), len(b.g), len(b.eg), len(b.router))
 	for g := range e.numa.topo.Nodes {
-		a, err := newArena(uintptr(3 * n * 4))
+		a, err := numa.NewArena(uintptr(3 * n * 4))
 		if err != nil {
 			return fmt.Errorf("runtime: node %d scratch: %w", g, err)
 		}
 		e.numa.arenas = append(e.numa.arenas, a)
-		pl.place(numa.Request{Kind: numa.Scratch, What: fmt.Sprintf("node %d scratch", g), Node: g, Addr: a.addr(), Len: uintptr(len(a.b))}, 0)
-		f := unsafe.Slice((*float32)(unsafe.Pointer(&a.b[0])), 3*n)
+		pl.place(numa.Request{Kind: numa.Scratch, What: fmt.Sprintf("node %d scratch", g), Node: g, Addr: a.Addr(), Len: uintptr(len(a.Bytes()))}, 0)
+		f := unsafe.Slice((*float32)(unsafe.Pointer(&a.Bytes()[0])), 3*n)
 		for o := 0; o < 3; o++ {
 			e.numa.scratch[g][o] = f[o*n : (o+1)*n : (o+1)*n]
 		}
@@ -243,39 +228,3 @@ func (pl *placement) scratch() error {
 }
 
 func align16(n int) uintptr { return uintptr(n+15) &^ 15 }
-
-// arena is page-aligned anonymous memory outside the Go heap, so a memory
-// policy applies to it alone and the GC never moves it. An arena of 2 MiB
-// or more starts on a 2 MiB boundary and asks for 2 MiB pages
-// (adviseHugeArena): b is that aligned part of the mapping m.
-type arena struct{ b, m []byte }
-
-// hugePage is the x86-64 (and arm64 4K-granule) PMD page size.
-const hugePage = 2 << 20
-
-func newArena(size uintptr) (*arena, error) {
-	full := size
-	if size >= hugePage {
-		full += hugePage // room to start on a 2 MiB boundary
-	}
-	m, err := unix.Mmap(-1, 0, int(full), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
-	if err != nil {
-		return nil, fmt.Errorf("mmap %d bytes: %w", size, err)
-	}
-	if size < hugePage {
-		return &arena{b: m, m: m}, nil
-	}
-	off := (hugePage - uintptr(unsafe.Pointer(&m[0]))%hugePage) % hugePage
-	b := m[off : off+size : off+size]
-	adviseHugeArena(b)
-	return &arena{b: b, m: m}, nil
-}
-
-func (a *arena) addr() uintptr { return uintptr(unsafe.Pointer(&a.b[0])) }
-
-func (a *arena) free() {
-	if a.m != nil {
-		unix.Munmap(a.m)
-		a.b, a.m = nil, nil
-	}
-}

@@ -23,7 +23,7 @@ type numaState struct {
 	// engine); experts[l][x] is the node that runs layer l's expert x.
 	owner   func(p *matPlan, o int, t *mtile) int
 	experts [][]int
-	arenas  []*arena
+	arenas  []*numa.Arena
 	jobs    []*pool.Job
 	// batchScratch[n] is node n's partial sums for a batch's columns and
 	// batchYs[n] its items' column views (numaMatvecLanes; Go heap, grown
@@ -134,26 +134,6 @@ func (e *Engine) startPool(opt Options, threads int) error {
 	return nil
 }
 
-// splitThreads gives each node pinned workers in proportion to its CPUs,
-// at least one each. Threads counts the caller, as on the plain path; the
-// caller only coordinates here, so the workers number threads−1 in all
-// (≤ 0: one per CPU, less the caller's).
-func splitThreads(threads int, topo *numa.Topology) []int {
-	C := 0
-	for _, n := range topo.Nodes {
-		C += len(n.CPUs)
-	}
-	total := threads - 1
-	if threads <= 0 {
-		total = C - 1
-	}
-	out := make([]int, len(topo.Nodes))
-	for i, n := range topo.Nodes {
-		out[i] = max(1, (total*len(n.CPUs)+C/2)/C)
-	}
-	return out
-}
-
 // startNUMA starts one pinned group per node, decides who owns which
 // tiles (the file's plan when it matches the node count, else a re-plan),
 // places the weights and builds every non-expert matrix's node split.
@@ -172,7 +152,7 @@ func (e *Engine) startNUMA(opt Options, topo *numa.Topology, fp *cflowfmt.NUMAPl
 	for _, c := range allowed {
 		ok[c] = true
 	}
-	rep.Threads = splitThreads(opt.Threads, topo)
+	rep.Threads = topo.SplitThreads(opt.Threads)
 	// Every pinned worker spins on its own thread and needs its own P, and
 	// the caller one more; fewer Ps would make workers and caller trade Ps
 	// through thread hand-offs on every matvec.
@@ -277,7 +257,7 @@ func (e *Engine) closeNUMA() {
 		return
 	}
 	for _, a := range e.numa.arenas {
-		a.free()
+		a.Free()
 	}
 	e.numa.arenas = nil
 }

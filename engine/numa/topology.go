@@ -1,7 +1,10 @@
 // Package numa describes the machine's NUMA nodes and places memory on
-// them, for the runtime's NUMA-Torch-style execution: one pinned worker
+// them, for the engine's NUMA-Torch-style execution: one pinned worker
 // group per node, each reading the shard of every matrix that lives in its
-// node's memory.
+// node's memory. It holds the machine side of placement — the topology,
+// how many workers each node gets, CPU pinning, memory-policy requests,
+// node-local arenas and first-touch prefaulting — while the engine decides
+// which tiles each node owns.
 //
 // A Topology comes from sysfs or, so any machine can simulate several
 // nodes, from the CFLOW_NUMA_TOPOLOGY environment variable. Placement goes
@@ -209,4 +212,25 @@ func Detect() (*Topology, error) {
 		cpus = []int{0}
 	}
 	return Single(cpus), nil
+}
+
+// SplitThreads gives each node pinned workers in proportion to its CPUs,
+// at least one each, so a node with more cores streams more of the
+// weights. threads counts the engine's caller, as on the single-node path;
+// the caller only coordinates a multi-node engine, so the workers number
+// threads−1 in all (threads ≤ 0: one per CPU, less the caller's).
+func (topo *Topology) SplitThreads(threads int) []int {
+	C := 0
+	for _, n := range topo.Nodes {
+		C += len(n.CPUs)
+	}
+	total := threads - 1
+	if threads <= 0 {
+		total = C - 1
+	}
+	out := make([]int, len(topo.Nodes))
+	for i, n := range topo.Nodes {
+		out[i] = max(1, (total*len(n.CPUs)+C/2)/C)
+	}
+	return out
 }

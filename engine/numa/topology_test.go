@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -167,5 +168,31 @@ func TestKernelPlacer(t *testing.T) {
 	}
 	if l := rec.Log(); len(l) != 2 || l[0].Err != nil || !errors.Is(l[1].Err, ErrNoMemoryNode) {
 		t.Fatalf("recorder log %+v", l)
+	}
+}
+
+// TestSplitThreads: workers go to nodes in proportion to their CPUs
+// (rounded), every node gets at least one, the caller is not counted
+// among them, and threads ≤ 0 means one worker per CPU less the caller.
+func TestSplitThreads(t *testing.T) {
+	for _, c := range []struct {
+		topo    string
+		threads int
+		want    []int
+	}{
+		{"0:0-3;1:4-7", 9, []int{4, 4}},
+		{"0:0-3;1:4-7", 3, []int{1, 1}},
+		{"0:0-5;1:6-7", 9, []int{6, 2}},
+		{"0:0-5;1:6-7", 2, []int{1, 1}}, // one worker in all, but every node needs one
+		{"0:0-3;1:4-7", 0, []int{4, 4}}, // 8 CPUs: 7 workers, rounded per node
+		{"0:0;1:1;2:2", 4, []int{1, 1, 1}},
+	} {
+		topo, err := Parse(c.topo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := topo.SplitThreads(c.threads); !slices.Equal(got, c.want) {
+			t.Errorf("%s with %d threads: %v, want %v", c.topo, c.threads, got, c.want)
+		}
 	}
 }

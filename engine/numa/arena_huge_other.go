@@ -1,6 +1,6 @@
 //go:build !linux
 
-package engine
+package numa
 
 // adviseHugeArena does nothing: MADV_HUGEPAGE is asked for on Linux only
 // (arena_huge_linux.go).

@@ -1,4 +1,4 @@
-package engine
+package numa
 
 import "golang.org/x/sys/unix"
 

@@ -1,4 +1,4 @@
-package engine
+package numa
 
 import (
 	"testing"
@@ -14,20 +14,20 @@ func TestArenaAlignment(t *testing.T) {
 		size  uintptr
 		align uintptr
 	}{{4096, 4096}, {hugePage - 4096, 4096}, {hugePage, hugePage}, {3*hugePage + 123, hugePage}} {
-		a, err := newArena(c.size)
+		a, err := NewArena(c.size)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if uintptr(len(a.b)) != c.size || a.addr()%c.align != 0 {
-			t.Fatalf("size %d: arena of %d bytes at %#x, want %d bytes aligned to %d", c.size, len(a.b), a.addr(), c.size, c.align)
+		if uintptr(len(a.b)) != c.size || a.Addr()%c.align != 0 {
+			t.Fatalf("size %d: arena of %d bytes at %#x, want %d bytes aligned to %d", c.size, len(a.b), a.Addr(), c.size, c.align)
 		}
 		lo, hi := uintptr(unsafe.Pointer(&a.m[0])), uintptr(unsafe.Pointer(&a.m[len(a.m)-1]))
-		if a.addr() < lo || a.addr()+c.size-1 > hi {
+		if a.Addr() < lo || a.Addr()+c.size-1 > hi {
 			t.Fatalf("size %d: arena outside its mapping", c.size)
 		}
 		a.b[0], a.b[len(a.b)-1] = 1, 2
-		a.free()
-		a.free()
+		a.Free()
+		a.Free()
 		if a.b != nil || a.m != nil {
 			t.Fatal("free left the arena mapped")
 		}
