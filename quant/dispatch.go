@@ -129,8 +129,12 @@ func (k *Kernel) Float() *Kernel {
 	return k
 }
 
-// pick resolves the function for a tile of type t on x's path.
+// pick resolves the function for a tile of type t on x's path. The block
+// codecs have no SIMD kernel yet: every path runs the oracle on x's floats.
 func pick(t Type, x *Vec) dotFunc {
+	if t.GGMLBlocks() {
+		return dotGo
+	}
 	switch t {
 	case Q4_0:
 		return x.k.q4

@@ -114,6 +114,9 @@ func (t *Tile) ScaleAt(row, group int) float32 {
 
 // Weight dequantizes one element; slow, for tests, inspect and GGUF export.
 func (t *Tile) Weight(r, c int) float32 {
+	if t.Type.GGMLBlocks() {
+		return t.blockWeight(r, c)
+	}
 	switch t.Type {
 	case F32:
 		return math.Float32frombits(binary.LittleEndian.Uint32(t.Data[(r*t.Cols+c)*4:]))

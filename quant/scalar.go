@@ -12,6 +12,10 @@ import (
 // dot, weights are never materialized). x holds at least t.Cols values.
 // Every SIMD kernel is tested against it and the noasm build runs it.
 func DotScalar(t *Tile, x []float32, y []float32) {
+	if t.Type.GGMLBlocks() {
+		dotBlocksScalar(t, x, y)
+		return
+	}
 	switch t.Type {
 	case F32:
 		for r := 0; r < t.Rows; r++ {

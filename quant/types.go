@@ -17,6 +17,27 @@ const (
 	Q4_0 Type = 1
 	// Q8_0 stores 32-weight groups as an f16 scale and 32 int8 values.
 	Q8_0 Type = 2
+
+	// The block codecs below store ggml's own blocks (ggml-common.h), their
+	// scales inside, so GGUF import and export copy bytes; their tiles have
+	// no scale array (ScaleBytes 0) and Data is each row's blocks in order,
+	// a short last block zero-padded. No file version holds them yet, so
+	// Valid reports false for them and readers refuse them (blocks.go).
+
+	// Q4_K is ggml's block_q4_K: 256 weights in 144 bytes, 4.5 bits each,
+	// what llama.cpp's Q4_K_M and Q4_K_S recipes store most matrices in.
+	Q4_K Type = 3
+	// Q5_K is ggml's block_q5_K: 256 weights in 176 bytes.
+	Q5_K Type = 4
+	// Q6_K is ggml's block_q6_K: 256 weights in 210 bytes, the recipes'
+	// choice for the output matrix and their "more bits" layers.
+	Q6_K Type = 5
+	// Q5_0 is ggml's block_q5_0: 32 weights in 22 bytes, llama.cpp's
+	// fallback for Q4_K/Q5_K when a row is not a multiple of 256.
+	Q5_0 Type = 6
+	// Q5_1 is ggml's block_q5_1: 32 weights in 24 bytes, the fallback
+	// for Q5_K.
+	Q5_1 Type = 7
 )
 
 // GroupSize is the number of consecutive weights along a row that share one
@@ -39,11 +60,22 @@ func (t Type) String() string {
 		return "q4_0"
 	case Q8_0:
 		return "q8_0"
+	case Q4_K:
+		return "q4_K"
+	case Q5_K:
+		return "q5_K"
+	case Q6_K:
+		return "q6_K"
+	case Q5_0:
+		return "q5_0"
+	case Q5_1:
+		return "q5_1"
 	}
 	return fmt.Sprintf("quant(%d)", uint8(t))
 }
 
-// ParseType accepts the names String produces, so flags round-trip.
+// ParseType accepts the names String produces for the types a file can
+// hold (Valid), so flags round-trip.
 func ParseType(s string) (Type, error) {
 	switch s {
 	case "f32", "F32":
@@ -66,15 +98,19 @@ func Groups(cols int) int { return (cols + GroupSize - 1) / GroupSize }
 // ScaleBytes is the size of a tile's f16 scale array (row-major, one scale
 // per row and group); F32 tiles have none.
 func (t Type) ScaleBytes(rows, cols int) int {
-	if t == F32 {
+	if t == F32 || t.GGMLBlocks() {
 		return 0
 	}
 	return rows * Groups(cols) * 2
 }
 
 // DataBytes is the size of a tile's weight payload: Q4_0 16 bytes and Q8_0
-// 32 bytes per row and group; F32 rows·cols·4 with no padding.
+// 32 bytes per row and group; F32 rows·cols·4 with no padding; a block
+// codec its blocks per row (BlockWeights, BlockBytes).
 func (t Type) DataBytes(rows, cols int) int {
+	if t.GGMLBlocks() {
+		return rows * ((cols + t.BlockWeights() - 1) / t.BlockWeights()) * t.BlockBytes()
+	}
 	switch t {
 	case Q4_0:
 		return rows * Groups(cols) * 16
@@ -92,6 +128,9 @@ func (t Type) BytesPerWeight() float64 {
 		return 18.0 / 32
 	case Q8_0:
 		return 34.0 / 32
+	}
+	if t.GGMLBlocks() {
+		return float64(t.BlockBytes()) / float64(t.BlockWeights())
 	}
 	return 4
 }

@@ -1,0 +1,158 @@
+package quant
+
+import "encoding/binary"
+
+// Q5_0 and Q5_1, ggml's block_q5_0 (22 bytes per 32 weights: f16 d, 4
+// bytes of fifth bits, 16 bytes of nibbles) and block_q5_1 (24 bytes: f16
+// d, f16 m, then the same). Weight j < 16 is the low nibble of qs[j],
+// weight j+16 its high nibble; bit j of the little-endian qh is weight j's
+// fifth bit. Q5_0 = d·(q − 16), Q5_1 = d·q + m. llama-quantize falls back
+// to them for matrices whose rows are not a multiple of 256.
+
+const (
+	q50Bytes = 22
+	q51Bytes = 24
+)
+
+// quantizeQ50Ref is quantize_row_q5_0_ref for one 32-weight block.
+func quantizeQ50Ref(x []float32, y []byte) {
+	var amax, max float32
+	for _, v := range x[:32] {
+		if amax < abs32(v) {
+			amax = abs32(v)
+			max = v
+		}
+	}
+	d := max / -16
+	var id float32
+	if d != 0 {
+		id = 1 / d
+	}
+	putF16(y[0:], d)
+	var qh uint32
+	for j := 0; j < 16; j++ {
+		xi0 := uint8(min(31, int8(cTrunc(float32(x[j]*id)+16.5))))
+		xi1 := uint8(min(31, int8(cTrunc(float32(x[j+16]*id)+16.5))))
+		y[6+j] = xi0&0x0F | (xi1&0x0F)<<4
+		qh |= uint32(xi0&0x10) >> 4 << j
+		qh |= uint32(xi1&0x10) >> 4 << (j + 16)
+	}
+	binary.LittleEndian.PutUint32(y[2:], qh)
+}
+
+// quantizeQ50Impl is quantize_row_q5_0_impl for one block of a row whose
+// σ² = Σx²/n_per_row the caller computed over the whole row: the
+// importance-weighted variant (weights qw·√(σ² + x²)).
+func quantizeQ50Impl(x, qw []float32, sigma2 float32, y []byte) {
+	var weight [32]float32
+	var l [32]int8
+	for j, v := range x[:32] {
+		weight[j] = float32(qw[j] * sqrt32(sigma2+float32(v*v)))
+	}
+	d := makeQxQuants(32, 16, x, l[:], weight[:])
+	putF16(y[0:], d)
+	packQ5(y[2:], l[:], nil)
+}
+
+// packQ5 stores 32 five-bit levels as qh (4 bytes) then qs (16 bytes).
+func packQ5(y []byte, l []int8, u []uint8) {
+	level := func(j int) uint8 {
+		if u != nil {
+			return u[j]
+		}
+		return uint8(l[j])
+	}
+	var qh uint32
+	for j := 0; j < 16; j++ {
+		xi0, xi1 := level(j), level(j+16)
+		y[4+j] = xi0&0x0F | (xi1&0x0F)<<4
+		qh |= uint32(xi0&0x10) >> 4 << j
+		qh |= uint32(xi1&0x10) >> 4 << (j + 16)
+	}
+	binary.LittleEndian.PutUint32(y[0:], qh)
+}
+
+// quantizeQ51Ref is quantize_row_q5_1_ref for one 32-weight block.
+func quantizeQ51Ref(x []float32, y []byte) {
+	min, max := float32(3.40282346638528859811704183484516925440e+38), float32(-3.40282346638528859811704183484516925440e+38)
+	for _, v := range x[:32] {
+		if v < min {
+			min = v
+		}
+		if v > max {
+			max = v
+		}
+	}
+	d := (max - min) / 31
+	var id float32
+	if d != 0 {
+		id = 1 / d
+	}
+	putF16(y[0:], d)
+	putF16(y[2:], min)
+	var u [32]uint8
+	for j, v := range x[:32] {
+		u[j] = uint8(cTrunc(float32(float32(v-min)*id) + 0.5))
+	}
+	packQ5(y[4:], nil, u[:])
+}
+
+// quantizeQ51Impl is quantize_row_q5_1_impl for one block of a row with
+// the row's σ² (see quantizeQ50Impl).
+func quantizeQ51Impl(x, qw []float32, sigma2 float32, y []byte) {
+	var weight [32]float32
+	var l, laux [32]uint8
+	for j, v := range x[:32] {
+		weight[j] = float32(qw[j] * sqrt32(sigma2+float32(v*v)))
+	}
+	d, negMin := makeQkxQuants(32, 31, x, weight[:], l[:], laux[:], -0.9, 0.05, 36, true)
+	putF16(y[0:], d)
+	putF16(y[2:], -negMin)
+	packQ5(y[4:], nil, l[:])
+}
+
+// q5Level is weight j's five-bit level in a Q5_0/Q5_1 block whose qh
+// starts at b[0] and qs at b[4].
+func q5Level(b []byte, j int) uint8 {
+	qh := binary.LittleEndian.Uint32(b)
+	hi := uint8(qh>>uint(j)&1) << 4
+	if j < 16 {
+		return b[4+j]&0x0F | hi
+	}
+	return b[4+j-16]>>4 | hi
+}
+
+// dequantizeQ50 is dequantize_row_q5_0 for one block.
+func dequantizeQ50(b []byte, out []float32) {
+	d := f16At(b)
+	for j := 0; j < 32; j++ {
+		out[j] = float32(int32(q5Level(b[2:], j))-16) * d
+	}
+}
+
+// dequantizeQ51 is dequantize_row_q5_1 for one block.
+func dequantizeQ51(b []byte, out []float32) {
+	d, m := f16At(b), f16At(b[2:])
+	for j := 0; j < 32; j++ {
+		out[j] = float32(float32(q5Level(b[4:], j))*d) + m
+	}
+}
+
+// dotQ50 is the oracle's product of one block with x[:32]: d·Σ(q−16)·x.
+func dotQ50(b []byte, x []float32) float32 {
+	var sum float32
+	for j := 0; j < 32; j++ {
+		sum += float32(float32(int32(q5Level(b[2:], j))-16) * x[j])
+	}
+	return float32(f16At(b) * sum)
+}
+
+// dotQ51 is the oracle's product of one block with x[:32]: d·Σq·x + m·Σx.
+func dotQ51(b []byte, x []float32) float32 {
+	var sumQX, sumX float32
+	for j := 0; j < 32; j++ {
+		sumQX += float32(float32(q5Level(b[4:], j)) * x[j])
+		sumX += x[j]
+	}
+	return float32(f16At(b)*sumQX) + float32(f16At(b[2:])*sumX)
+}
