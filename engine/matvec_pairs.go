@@ -6,9 +6,10 @@ import "github.com/cflow-dev/cflow/cflowfmt"
 // is bounded by how many misses it keeps in flight while it computes, not
 // by the bus; walking two parts of a matrix far apart in the file at once,
 // block by block in turn (dotPair), keeps more of them in flight
-// (docs/PERFORMANCE.md, "Session 9: two tile streams per thread"). So on a
-// path with a two-stream kernel a Q4_0 matvec's work item i is the pair of
-// stripes i and i+h, h = ⌈n/2⌉: a thread's contiguous range of items
+// (docs/PERFORMANCE.md, log at cc69911, "Session 9: two tile streams per
+// thread"). So on a path with a two-stream kernel a Q4_0 matvec's work
+// item i is the pair of stripes i and i+h, h = ⌈n/2⌉: a thread's
+// contiguous range of items
 // (engine/pool/ranges.go) is two contiguous runs of stripes, each read forward in
 // file order. Each stripe still sums its own tiles in file order inside
 // one goroutine, so the results are the same bits as the one-stripe walk's,
