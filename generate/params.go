@@ -23,7 +23,7 @@ type Params struct {
 	MinP float64
 	// RepeatPenalty divides positive (multiplies negative) logits of tokens
 	// seen in the last PenaltyLastN tokens (llama.cpp, HF
-	// repetition_penalty); 1 is off. (0, MaxRepeatPenalty].
+	// repetition_penalty); 1 is off. [MinRepeatPenalty, MaxRepeatPenalty].
 	RepeatPenalty float64
 	// FrequencyPenalty subtracts count × FrequencyPenalty from the logit of
 	// each token seen in the window (OpenAI); 0 is off. [−2, 2].
@@ -43,6 +43,9 @@ type Params struct {
 const (
 	MaxTemperature   = 2
 	MaxRepeatPenalty = 100
+	// MinRepeatPenalty is 1/MaxRepeatPenalty: a logit divided by less
+	// would overflow float32 to +Inf (1e-39 did), a silent garbage sample.
+	MinRepeatPenalty = 1.0 / MaxRepeatPenalty
 	MaxPenalty       = 2
 	MaxPenaltyLastN  = 1 << 20
 )
@@ -85,7 +88,7 @@ func (p *Params) Validate() error {
 		float("temperature", p.Temperature, 0, MaxTemperature, false),
 		float("top_p", p.TopP, 0, 1, false),
 		float("min_p", p.MinP, 0, 1, false),
-		float("repeat_penalty", p.RepeatPenalty, 0, MaxRepeatPenalty, true),
+		float("repeat_penalty", p.RepeatPenalty, MinRepeatPenalty, MaxRepeatPenalty, false),
 		float("frequency_penalty", p.FrequencyPenalty, -MaxPenalty, MaxPenalty, false),
 		float("presence_penalty", p.PresencePenalty, -MaxPenalty, MaxPenalty, false),
 	} {

@@ -50,6 +50,7 @@ func TestValidateNamesParameter(t *testing.T) {
 		{"repeat_penalty", func(p *Params) { p.RepeatPenalty = 0 }},
 		{"repeat_penalty", func(p *Params) { p.RepeatPenalty = -1 }},
 		{"repeat_penalty", func(p *Params) { p.RepeatPenalty = nan }},
+		{"repeat_penalty", func(p *Params) { p.RepeatPenalty = 1e-39 }}, // its reciprocal overflows float32
 		{"frequency_penalty", func(p *Params) { p.FrequencyPenalty = 2.01 }},
 		{"presence_penalty", func(p *Params) { p.PresencePenalty = -inf }},
 		{"repeat_last_n", func(p *Params) { p.PenaltyLastN = -1 }},

@@ -59,7 +59,7 @@ func samplingFlags() []cli.Flag {
 		&cli.IntFlag{Name: "top-k", Value: d.TopK, Usage: "keep the K most probable tokens; 0 = off"},
 		&cli.Float64Flag{Name: "top-p", Value: d.TopP, Usage: "nucleus sampling mass in [0, 1]; 1 = off"},
 		&cli.Float64Flag{Name: "min-p", Value: d.MinP, Usage: "drop tokens below this fraction of the top token's probability, in [0, 1]; 0 = off"},
-		&cli.Float64Flag{Name: "repeat-penalty", Value: d.RepeatPenalty, Usage: "penalty for tokens in the last --repeat-last-n, > 0; 1 = off"},
+		&cli.Float64Flag{Name: "repeat-penalty", Value: d.RepeatPenalty, Usage: "penalty for tokens in the last --repeat-last-n, in [0.01, 100]; 1 = off"},
 		&cli.Float64Flag{Name: "frequency-penalty", Value: d.FrequencyPenalty, Usage: "subtract count × this from repeated tokens' logits, in [-2, 2]"},
 		&cli.Float64Flag{Name: "presence-penalty", Value: d.PresencePenalty, Usage: "subtract this from seen tokens' logits, in [-2, 2]"},
 		&cli.IntFlag{Name: "repeat-last-n", Value: d.PenaltyLastN, Usage: "tokens the penalties look back over; 0 = off"},
