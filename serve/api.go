@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -43,6 +42,22 @@ type common struct {
 	} `json:"response_format"`
 	Echo   *bool   `json:"echo"`
 	Suffix *string `json:"suffix"`
+	// llama.cpp's and vLLM's extensions and OpenAI's newer fields: refused
+	// unless they hold the value that changes nothing.
+	IgnoreEOS         *bool           `json:"ignore_eos"`
+	MinTokens         *int            `json:"min_tokens"`
+	Grammar           json.RawMessage `json:"grammar"`
+	JSONSchema        json.RawMessage `json:"json_schema"`
+	Mirostat          *float64        `json:"mirostat"`
+	TypicalP          *float64        `json:"typical_p"`
+	Prediction        json.RawMessage `json:"prediction"`
+	ToolChoice        json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
+	// Accepted and not used: they change nothing this server answers.
+	User        json.RawMessage `json:"user"`
+	Metadata    json.RawMessage `json:"metadata"`
+	Store       json.RawMessage `json:"store"`
+	ServiceTier json.RawMessage `json:"service_tier"`
 }
 
 // chatRequest is POST /v1/chat/completions' body.
@@ -63,43 +78,40 @@ type completionRequest struct {
 	common
 	Prompt   json.RawMessage `json:"prompt"`
 	Logprobs *int            `json:"logprobs"`
+	// TopLogprobs is chat's field: refused here by name.
+	TopLogprobs json.RawMessage `json:"top_logprobs"`
 }
 
-// MaxBodyBytes bounds a request body.
+// MaxBodyBytes bounds a request body whatever --ctx is; a server's own
+// bound (Server.bodyLimit) is smaller when its context is.
 const MaxBodyBytes = 8 << 20
 
 // MaxStops bounds the stop strings of one request.
 const MaxStops = 16
 
-// decodeBody parses one JSON object into v (r is limited to MaxBodyBytes
-// by the router), mapping decoder errors to 400s that say where (offset)
-// or which field, and an oversized body to 413.
-func decodeBody(r io.Reader, v any) *apiError {
-	dec := json.NewDecoder(r)
-	err := dec.Decode(v)
+// decodeBody parses one JSON object into v after strictKeys has checked
+// its keys against allowed, mapping decoder errors to 400s that say where
+// (offset) or which field.
+func decodeBody(body []byte, v any, allowed keys) *apiError {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
-	var me *http.MaxBytesError
-	switch {
-	case errors.As(err, &me):
-		return &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: strp("body_too_large"),
-			Message: fmt.Sprintf("the request body exceeds %d bytes", MaxBodyBytes)}
-	case errors.Is(err, io.EOF):
+	if len(bytes.TrimSpace(body)) == 0 {
 		return badRequest("invalid_json", "the request body is empty; send a JSON object")
-	case errors.As(err, &se):
+	}
+	err := json.Unmarshal(body, v)
+	if errors.As(err, &se) {
 		return badRequest("invalid_json", "malformed JSON at byte %d: %v", se.Offset, err)
+	}
+	if e := strictKeys(body, allowed); e != nil {
+		return e
+	}
+	switch {
 	case errors.As(err, &te) && te.Field != "":
 		return badParam(strings.TrimPrefix(te.Field, "common."), "expected %s, got JSON %s", te.Type, te.Value)
 	case errors.As(err, &te):
 		return badRequest("invalid_json", "the body must be a JSON object, not %s", te.Value)
 	case err != nil:
 		return badRequest("invalid_json", "malformed JSON: %v", err)
-	}
-	if _, err := dec.Token(); errors.As(err, &me) {
-		return &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: strp("body_too_large"),
-			Message: fmt.Sprintf("the request body exceeds %d bytes", MaxBodyBytes)}
-	} else if !errors.Is(err, io.EOF) {
-		return badRequest("invalid_json", "malformed JSON: data after the request object")
 	}
 	return nil
 }
@@ -123,8 +135,38 @@ func (c *common) unsupported() *apiError {
 		return badParam("echo", "not supported")
 	case c.Suffix != nil && *c.Suffix != "":
 		return badParam("suffix", "not supported")
+	case c.IgnoreEOS != nil && *c.IgnoreEOS:
+		return badParam("ignore_eos", "not supported: generation always stops at the end-of-sequence token")
+	case c.MinTokens != nil && *c.MinTokens != 0:
+		return badParam("min_tokens", "%d: not supported (only 0)", *c.MinTokens)
+	case isSet(c.Grammar) && !bytes.Equal(bytes.TrimSpace(c.Grammar), []byte(`""`)):
+		return badParam("grammar", "constrained sampling is not supported")
+	case isSet(c.JSONSchema):
+		return badParam("json_schema", "constrained sampling is not supported")
+	case c.Mirostat != nil && *c.Mirostat != 0:
+		return badParam("mirostat", "%v: not supported (only 0, off)", *c.Mirostat)
+	case c.TypicalP != nil && *c.TypicalP != 1:
+		return badParam("typical_p", "%v: not supported (only 1, off)", *c.TypicalP)
+	case isSet(c.Prediction):
+		return badParam("prediction", "predicted outputs are not supported")
+	case isSet(c.ToolChoice) && !isJSONString(c.ToolChoice, "none", "auto"):
+		return badParam("tool_choice", "tool calls are not supported (only \"none\" or \"auto\" without tools)")
 	}
 	return nil
+}
+
+// isJSONString reports whether raw is one of the JSON strings in.
+func isJSONString(raw json.RawMessage, in ...string) bool {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return false
+	}
+	for _, x := range in {
+		if s == x {
+			return true
+		}
+	}
+	return false
 }
 
 func isSet(raw json.RawMessage) bool {
@@ -175,7 +217,9 @@ func (c *common) maxTokens(def int) (int, *apiError) {
 	if *v < 1 {
 		return 0, badParam(name, "%d: must be ≥ 1", *v)
 	}
-	return *v, nil
+	// More than the room the context leaves is the room: the same
+	// tokens as sending none.
+	return min(*v, def), nil
 }
 
 // stops parses "stop": null, a string or a list of strings.
@@ -211,11 +255,15 @@ type Message struct {
 	Content string
 }
 
-// messages checks the conversation: known roles, text content (a string
-// or a list of text parts).
-func (r *chatRequest) messages() ([]Message, *apiError) {
+// messages checks the conversation: at most limit turns, known roles,
+// text content (a string or a list of text parts).
+func (r *chatRequest) messages(limit int) ([]Message, *apiError) {
 	if len(r.Messages) == 0 {
 		return nil, badParam("messages", "must be a non-empty list")
+	}
+	if len(r.Messages) > limit {
+		return nil, &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: strp("messages"),
+			Code: strp("context_length_exceeded"), Message: fmt.Sprintf("messages: %d turns cannot fit in %d tokens of context", len(r.Messages), limit)}
 	}
 	out := make([]Message, len(r.Messages))
 	for i, m := range r.Messages {

@@ -22,6 +22,8 @@ func FuzzRequestBody(f *testing.F) {
 		`{"messages":[{"role":"user","content":"x"}],"temperature":1e999}`,
 		`{"prompt":"` + "\xff\xfe" + `","stream":true,"stream_options":{"include_usage":true},"max_tokens":2}`,
 		`{`, `null`, `[]`, `{"messages":null}`,
+		`{"messages":[{"role":"user","content":"a","CONTENT":"b"}],"max_tokens":2}`, `{"prompt":"a","prompt":"b"}`,
+		`{"prompt":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}`,
 	} {
 		f.Add(byte(0), []byte(s))
 		f.Add(byte(1), []byte(s))
@@ -49,7 +51,8 @@ func FuzzRequestBody(f *testing.F) {
 			if json.Unmarshal(out, &v) != nil || len(v.Choices) != 1 {
 				t.Fatalf("200 with %q", out)
 			}
-		case code == http.StatusBadRequest || code == http.StatusNotFound || code == http.StatusTooManyRequests:
+		case code == http.StatusBadRequest || code == http.StatusNotFound || code == http.StatusTooManyRequests ||
+			code == http.StatusRequestEntityTooLarge:
 			var v struct{ Error *apiError }
 			if json.Unmarshal(out, &v) != nil || v.Error == nil || v.Error.Message == "" {
 				t.Fatalf("%d with %q", code, out)

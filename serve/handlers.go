@@ -10,83 +10,151 @@ import (
 	"github.com/cflow-dev/cflow/generate"
 )
 
+// readBody reads the request body within ReadTimeout (a client sending a
+// byte a second is cut off with a 408) and the body limit (413), then
+// lifts the read deadline so the connection's background read cannot time
+// out under a long response. A body that failed to arrive closes the
+// connection: reading its rest to keep the connection alive would hold
+// the handler for as long as the client trickles.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Now().Add(s.cfg.ReadTimeout))
+	body, e := readBody(r.Body, s.lim.bodyBytes)
+	if e != nil {
+		w.Header().Set("Connection", "close")
+		return nil, e
+	}
+	rc.SetReadDeadline(time.Time{})
+	return body, nil
+}
+
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	var req chatRequest
-	if e := decodeBody(r.Body, &req); e != nil {
-		writeError(w, e)
-		return
+	body, e := s.readBody(w, r)
+	if e == nil {
+		e = decodeBody(body, &req, chatKeys)
 	}
-	if e := s.checkModel(req.Model); e != nil {
-		writeError(w, e)
-		return
+	body = nil
+	if e == nil {
+		e = s.checkModel(req.Model)
 	}
-	if e := req.unsupported(); e != nil {
-		writeError(w, e)
-		return
+	if e == nil {
+		e = req.unsupported()
 	}
-	msgs, e := req.messages()
+	var msgs []Message
+	if e == nil {
+		msgs, e = req.messages(s.lim.messages)
+	}
+	if e == nil && s.tmpl == nil {
+		e = badRequest("no_tokenizer", "this model file has no tokenizer, so chat messages cannot be encoded; use /v1/completions with token ids")
+	}
+	if e == nil {
+		n := 0
+		for _, m := range msgs {
+			n += len(m.Content)
+		}
+		e = s.promptTooLong(n)
+	}
+	top := -1
+	switch {
+	case e != nil:
+	case req.Logprobs != nil && *req.Logprobs:
+		top = 0
+		if req.TopLogprobs != nil {
+			if top = *req.TopLogprobs; top < 0 || top > generate.MaxTopLogprobs {
+				e = badParam("top_logprobs", "%d: must be in [0, %d]", top, generate.MaxTopLogprobs)
+			}
+		}
+	case req.TopLogprobs != nil:
+		e = badParam("top_logprobs", "needs \"logprobs\": true")
+	}
+	var g genRequest
+	if e == nil {
+		g, e = s.prepare(&req.common)
+	}
 	if e != nil {
 		writeError(w, e)
 		return
 	}
-	if s.tmpl == nil {
-		writeError(w, badRequest("no_tokenizer", "this model file has no tokenizer, so chat messages cannot be encoded; use /v1/completions with token ids"))
+	t := s.admit(w)
+	if t == nil {
 		return
 	}
-	top := -1
-	switch {
-	case req.Logprobs != nil && *req.Logprobs:
-		top = 0
-		if req.TopLogprobs != nil {
-			top = *req.TopLogprobs
-		}
-	case req.TopLogprobs != nil:
-		writeError(w, badParam("top_logprobs", "needs \"logprobs\": true"))
-		return
-	}
+	defer t.leave()
 	prompt, err := s.tmpl.Prompt(msgs)
+	msgs = nil
 	if err != nil {
 		writeError(w, badParam("messages", "the chat template failed: %v", err))
 		return
 	}
-	s.generate(w, r, &req.common, prompt, top, chatShape)
+	s.generate(w, r, g, prompt, top, chatShape, "messages")
 }
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	var req completionRequest
-	if e := decodeBody(r.Body, &req); e != nil {
-		writeError(w, e)
-		return
+	body, e := s.readBody(w, r)
+	if e == nil {
+		e = decodeBody(body, &req, completionKeys)
 	}
-	if e := s.checkModel(req.Model); e != nil {
-		writeError(w, e)
-		return
+	body = nil
+	if e == nil {
+		e = s.checkModel(req.Model)
 	}
-	if e := req.unsupported(); e != nil {
-		writeError(w, e)
-		return
+	if e == nil {
+		e = req.unsupported()
+	}
+	if e == nil && isSet(req.TopLogprobs) {
+		e = badParam("top_logprobs", "not a /v1/completions field: send \"logprobs\": N (0 to 5) for N alternatives per token")
 	}
 	top := -1
-	if req.Logprobs != nil {
+	if e == nil && req.Logprobs != nil {
 		if *req.Logprobs < 0 || *req.Logprobs > 5 {
-			writeError(w, badParam("logprobs", "%d: must be in [0, 5]", *req.Logprobs))
-			return
+			e = badParam("logprobs", "%d: must be in [0, 5]", *req.Logprobs)
 		}
 		top = *req.Logprobs
 	}
-	prompt, e := s.completionPrompt(req.Prompt)
+	var p completionInput
+	if e == nil {
+		p, e = s.completionInput(req.Prompt)
+	}
+	var g genRequest
+	if e == nil {
+		g, e = s.prepare(&req.common)
+	}
 	if e != nil {
 		writeError(w, e)
 		return
 	}
-	s.generate(w, r, &req.common, prompt, top, completionShape)
+	t := s.admit(w)
+	if t == nil {
+		return
+	}
+	defer t.leave()
+	prompt := p.ids
+	if prompt == nil {
+		ids, err := generate.EncodePrompt(s.cfg.Tokenizer, p.text)
+		if err != nil {
+			writeError(w, badParam("prompt", "%v", err))
+			return
+		}
+		prompt = ids
+	}
+	s.generate(w, r, g, prompt, top, completionShape, "prompt")
 }
 
-// completionPrompt reads "prompt": a string (BOS and its tokens), a list
-// of one string, or a list of token ids (fed as is).
-func (s *Server) completionPrompt(raw json.RawMessage) ([]int, *apiError) {
+// completionInput is a text completion's prompt: text to tokenize or ids
+// to feed as they are.
+type completionInput struct {
+	text string
+	ids  []int
+}
+
+// completionInput reads "prompt": a string (BOS and its tokens), a list
+// of one string, or a list of token ids (fed as is) — checked against the
+// limits, not yet tokenized.
+func (s *Server) completionInput(raw json.RawMessage) (completionInput, *apiError) {
 	if !isSet(raw) {
-		return nil, badParam("prompt", "required")
+		return completionInput{}, badParam("prompt", "required")
 	}
 	var text string
 	if json.Unmarshal(raw, &text) != nil {
@@ -96,42 +164,58 @@ func (s *Server) completionPrompt(raw json.RawMessage) ([]int, *apiError) {
 		case json.Unmarshal(raw, &list) == nil && len(list) == 1:
 			text = list[0]
 		case json.Unmarshal(raw, &list) == nil:
-			return nil, badParam("prompt", "%d prompts: one prompt per request is supported", len(list))
+			return completionInput{}, badParam("prompt", "%d prompts: one prompt per request is supported", len(list))
 		case json.Unmarshal(raw, &ids) == nil && len(ids) > 0:
 			for i, id := range ids {
 				if id < 0 || id >= s.vocab {
-					return nil, badParam("prompt", "token %d (at %d) outside the vocabulary of %d", id, i, s.vocab)
+					return completionInput{}, badParam("prompt", "token %d (at %d) outside the vocabulary of %d", id, i, s.vocab)
 				}
 			}
-			return ids, nil
+			return completionInput{ids: ids}, nil
 		default:
-			return nil, badParam("prompt", "must be a string, a list of one string or a non-empty list of token ids")
+			return completionInput{}, badParam("prompt", "must be a string, a list of one string or a non-empty list of token ids")
 		}
 	}
 	if s.cfg.Tokenizer == nil {
-		return nil, badParam("prompt", "this model file has no tokenizer; send token ids")
+		return completionInput{}, badParam("prompt", "this model file has no tokenizer; send token ids")
 	}
-	ids, err := generate.EncodePrompt(s.cfg.Tokenizer, text)
-	if err != nil {
-		return nil, badParam("prompt", "%v", err)
+	if e := s.promptTooLong(len(text)); e != nil {
+		return completionInput{}, e
 	}
-	if len(ids) == 0 {
-		return nil, badParam("prompt", "empty, and the tokenizer has no BOS to start from")
-	}
-	return ids, nil
+	return completionInput{text: text}, nil
 }
 
-// generate validates the sampling fields, queues the sequence and answers
-// with one JSON response or an SSE stream.
-func (s *Server) generate(w http.ResponseWriter, r *http.Request, c *common, prompt []int, top int, sh shape) {
+// genRequest is a request's generation settings, validated before the
+// request is admitted.
+type genRequest struct {
+	c      *common
+	stops  []string
+	params generate.Params
+}
+
+// prepare validates the sampling fields and stop strings.
+func (s *Server) prepare(c *common) (genRequest, *apiError) {
 	stops, e := c.stops()
 	if e != nil {
-		writeError(w, e)
-		return
+		return genRequest{}, e
 	}
 	params, err := c.params(randomSeed)
 	if err != nil {
-		writeError(w, asAPIError(err))
+		return genRequest{}, asAPIError(err)
+	}
+	if _, e := c.maxTokens(1); e != nil {
+		return genRequest{}, e
+	}
+	return genRequest{c: c, stops: stops, params: params}, nil
+}
+
+// generate queues the admitted request's sequence and answers with one
+// JSON response or an SSE stream. param names the field the prompt came
+// from (an empty prompt is the client's error).
+func (s *Server) generate(w http.ResponseWriter, r *http.Request, g genRequest, prompt []int, top int, sh shape, param string) {
+	c := g.c
+	if len(prompt) == 0 {
+		writeError(w, badParam(param, "the prompt is empty and the tokenizer has no BOS to start from"))
 		return
 	}
 	maxTok, e := c.maxTokens(max(1, s.ctx-len(prompt)))
@@ -139,22 +223,16 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, c *common, pro
 		writeError(w, e)
 		return
 	}
-	seq, err := generate.NewSequence(generate.Request{Prompt: prompt, MaxTokens: maxTok, Ctx: s.ctx, Params: params,
-		StopIDs: generate.StopIDs(s.cfg.Tokenizer), Stop: stops, Tokenizer: s.cfg.Tokenizer, TopLogprobs: top}, s.vocab, s.ctx)
+	seq, err := generate.NewSequence(generate.Request{Prompt: prompt, MaxTokens: maxTok, Ctx: s.ctx, Params: g.params,
+		StopIDs: generate.StopIDs(s.cfg.Tokenizer), Stop: g.stops, Tokenizer: s.cfg.Tokenizer, TopLogprobs: top}, s.vocab, s.ctx)
 	if err != nil {
 		writeError(w, asAPIError(err))
 		return
 	}
-	if s.draining.Load() {
-		writeError(w, errDraining)
-		return
-	}
 	j := &job{ctx: r.Context(), seq: seq, out: outbox{wake: make(chan struct{}, 1)}}
-	if !s.sched.submit(j) {
-		writeError(w, errQueueFull(s.cfg.Queue))
-		return
-	}
-	rp := &reply{s: s, sh: sh, id: sh.idPrefix + fmt.Sprintf("%016x", rand.Uint64()), created: time.Now().Unix(),
+	s.sched.submit(j)
+	defer s.sched.withdraw(j)
+	rp := &reply{s: s, sh: sh, rc: http.NewResponseController(w), id: sh.idPrefix + fmt.Sprintf("%016x", rand.Uint64()), created: time.Now().Unix(),
 		prev: prompt[len(prompt)-1], prompt: len(prompt), withUsage: c.StreamOptions != nil && c.StreamOptions.IncludeUsage}
 	t0 := time.Now()
 	var werr error

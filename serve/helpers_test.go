@@ -199,3 +199,12 @@ func (d *sseDecoder) next() (string, error) {
 	}
 	return "", io.ErrUnexpectedEOF
 }
+
+// httptestServer serves s on a loopback test server closed with the test.
+func httptestServer(t testing.TB, s *Server) *httptest.Server {
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(hs.Close)
+	return hs
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/cflow-dev/cflow/generate"
 )
@@ -23,6 +24,7 @@ var (
 // reply builds one request's response from the tokens its job produces.
 type reply struct {
 	s         *Server
+	rc        *http.ResponseController // each write's deadline (Config.WriteTimeout)
 	sh        shape
 	id        string
 	created   int64
@@ -166,6 +168,7 @@ func (rp *reply) whole(w http.ResponseWriter, r *http.Request, j *job) error {
 		}
 		if err != nil {
 			if r.Context().Err() == nil {
+				rp.deadline()
 				writeError(w, asAPIError(err))
 			}
 			return err
@@ -188,9 +191,14 @@ func (rp *reply) whole(w http.ResponseWriter, r *http.Request, j *job) error {
 	}
 	resp := rp.envelope(rp.sh.object, []map[string]any{rp.choice(rp.text.Bytes(), chatLP, rp.textLP, rp.finish, false, false)})
 	resp["usage"] = rp.usage()
+	rp.deadline()
 	writeJSON(w, http.StatusOK, resp)
 	return nil
 }
+
+// deadline gives the next write WriteTimeout: a client that stops
+// reading is dropped then, never holds its slot.
+func (rp *reply) deadline() { rp.rc.SetWriteDeadline(time.Now().Add(rp.s.cfg.WriteTimeout)) }
 
 func (rp *reply) wantsLogprobs(j *job) bool { return j.seq.TopLogprobs() >= 0 }
 
@@ -209,6 +217,7 @@ func (rp *reply) stream(w http.ResponseWriter, r *http.Request, j *job) error {
 		if err != nil {
 			return err
 		}
+		rp.deadline()
 		if _, err := w.Write(append(append([]byte("data: "), b...), '\n', '\n')); err != nil {
 			return err
 		}
@@ -268,6 +277,7 @@ func (rp *reply) stream(w http.ResponseWriter, r *http.Request, j *job) error {
 			return err
 		}
 	}
+	rp.deadline()
 	if _, err := w.Write([]byte("data: [DONE]\n\n")); err != nil {
 		return err
 	}

@@ -99,8 +99,15 @@ type slot struct {
 // sequence by one token and feeds chunks of new prompts, all in one
 // backend.feed call (one pass over the weights), back to back.
 type scheduler struct {
-	be       backend
-	in       chan *job
+	be backend
+	// mu guards queue: the admitted jobs waiting for a slot, first come
+	// first served. A list, not a channel, so a job whose client goes
+	// away leaves it at once (withdraw) instead of holding its place until
+	// the scheduler reaches it; wake (capacity 1) says "queue changed".
+	mu       sync.Mutex
+	queue    []*job
+	closed   bool // close has run: submit fails jobs at once
+	wake     chan struct{}
 	slots    []*slot
 	busy     atomic.Int32
 	stop     chan struct{}
@@ -113,36 +120,71 @@ type scheduler struct {
 	outs    []outcome // each feed's outcome
 }
 
-func newScheduler(be backend, parallel, queue int) *scheduler {
-	s := &scheduler{be: be, in: make(chan *job, queue), slots: make([]*slot, parallel),
+func newScheduler(be backend, parallel int) *scheduler {
+	s := &scheduler{be: be, wake: make(chan struct{}, 1), slots: make([]*slot, parallel),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go s.run()
 	return s
 }
 
-// submit queues j; false means the queue is full.
-func (s *scheduler) submit(j *job) bool {
-	select {
-	case s.in <- j:
-		return true
-	default:
-		return false
+// submit queues j. The server's admissions bound how many jobs exist, so
+// the queue never refuses one.
+func (s *scheduler) submit(j *job) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		j.out.fail(errDraining)
+		return
 	}
+	s.queue = append(s.queue, j)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// withdraw takes j out of the queue if it is still there (its client
+// went away before a slot was free).
+func (s *scheduler) withdraw(j *job) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i := slices.Index(s.queue, j); i >= 0 {
+		s.queue = slices.Delete(s.queue, i, i+1)
+	}
+}
+
+// queued is how many jobs wait for a slot.
+func (s *scheduler) queued() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.queue)
+}
+
+// next pops the first queued job, nil when none.
+func (s *scheduler) next() *job {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.queue) == 0 {
+		return nil
+	}
+	j := s.queue[0]
+	s.queue[0] = nil
+	s.queue = s.queue[1:]
+	return j
 }
 
 // close stops the loop once no job is active and releases the backend.
 func (s *scheduler) close() {
 	close(s.stop)
 	<-s.done
-	for {
-		select {
-		case j := <-s.in:
-			j.out.fail(errDraining)
-		default:
-			s.be.close()
-			return
-		}
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	for j := s.next(); j != nil; j = s.next() {
+		j.out.fail(errDraining)
 	}
+	s.be.close()
 }
 
 func (s *scheduler) run() {
@@ -157,19 +199,17 @@ func (s *scheduler) run() {
 func (s *scheduler) admit() bool {
 	for i := range s.slots {
 		for s.slots[i] == nil {
-			var j *job
-			if s.busy.Load() == 0 {
+			j := s.next()
+			for j == nil {
+				if s.busy.Load() > 0 {
+					return true
+				}
 				select {
-				case j = <-s.in:
+				case <-s.wake:
 				case <-s.stop:
 					return false
 				}
-			} else {
-				select {
-				case j = <-s.in:
-				default:
-					return true
-				}
+				j = s.next()
 			}
 			if err := j.ctx.Err(); err != nil {
 				j.out.fail(err) // the client left while queued

@@ -48,7 +48,33 @@ type Config struct {
 	Queue int
 	// Log receives one line per request; nil discards.
 	Log io.Writer
+	// ReadTimeout bounds reading one request's headers and body, so a
+	// client sending a byte a second is dropped; 0 is DefaultReadTimeout.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds each write of a response (each stream chunk, not
+	// the whole stream), so a client that stops reading is dropped and
+	// its slot freed; 0 is DefaultWriteTimeout.
+	WriteTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection with no request for this
+	// long; 0 is DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// MaxConns bounds the open connections (beyond it, new clients wait in
+	// the listen backlog), so idle or stalled clients cannot use up the
+	// process' file descriptors; 0 is DefaultMaxConns.
+	MaxConns int
+	// DrainTimeout bounds Serve's drain: past it the requests still in
+	// flight are cut off (ErrDrainAborted); 0 is DefaultDrainTimeout.
+	DrainTimeout time.Duration
 }
+
+// Defaults of the Config fields left 0.
+const (
+	DefaultReadTimeout  = 30 * time.Second
+	DefaultWriteTimeout = 30 * time.Second
+	DefaultIdleTimeout  = 30 * time.Second
+	DefaultMaxConns     = 512
+	DefaultDrainTimeout = 60 * time.Second
+)
 
 // Server is a running model: engines, scheduler and HTTP handlers.
 type Server struct {
@@ -60,6 +86,8 @@ type Server struct {
 	sched    *scheduler
 	draining atomic.Bool
 	created  int64
+	lim      limits
+	gate     admissions
 }
 
 // New starts the engines and the scheduler.
@@ -86,7 +114,26 @@ func newServer(cfg Config, wrap func(backend) backend) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
-	s := &Server{cfg: cfg, id: cfg.ModelID, vocab: int(h.VocabSize), ctx: cfg.Ctx, tmpl: cfg.Template, created: time.Now().Unix()}
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{{&cfg.ReadTimeout, DefaultReadTimeout}, {&cfg.WriteTimeout, DefaultWriteTimeout},
+		{&cfg.IdleTimeout, DefaultIdleTimeout}, {&cfg.DrainTimeout, DefaultDrainTimeout}} {
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+		if *d.v < 0 {
+			return nil, fmt.Errorf("serve: timeout %v, need > 0", *d.v)
+		}
+	}
+	if cfg.MaxConns == 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	if cfg.MaxConns < 0 {
+		return nil, fmt.Errorf("serve: max conns %d, need ≥ 1", cfg.MaxConns)
+	}
+	s := &Server{cfg: cfg, id: cfg.ModelID, vocab: int(h.VocabSize), ctx: cfg.Ctx, tmpl: cfg.Template, created: time.Now().Unix(),
+		lim: newLimits(cfg.Ctx, cfg.Tokenizer, int(h.VocabSize)), gate: admissions{capacity: int64(cfg.Parallel + cfg.Queue)}}
 	if s.id == "" {
 		base := filepath.Base(cfg.Model.Path)
 		s.id = strings.TrimSuffix(base, filepath.Ext(base))
@@ -102,9 +149,12 @@ func newServer(cfg Config, wrap func(backend) backend) (*Server, error) {
 	if wrap != nil {
 		b = wrap(be)
 	}
-	s.sched = newScheduler(b, cfg.Parallel, cfg.Queue)
+	s.sched = newScheduler(b, cfg.Parallel)
 	return s, nil
 }
+
+// Limits describes the bounds a request must fit (logged at start).
+func (s *Server) Limits() string { return s.lim.String() }
 
 // ModelID is the name clients pass as "model".
 func (s *Server) ModelID() string { return s.id }
@@ -129,19 +179,21 @@ var ErrDrainAborted = errors.New("serve: drain aborted, requests in flight were 
 
 // Serve answers on ln until ctx is done, then drains: it stops accepting,
 // lets every in-flight request finish (streams and queued requests
-// included) and returns nil — unless abort is done first, which closes the
-// remaining connections and returns ErrDrainAborted. The caller still
-// closes the Server.
+// included) and returns nil — unless abort is done first, or the drain
+// outlasts Config.DrainTimeout, which closes the remaining connections and
+// returns ErrDrainAborted. The caller still closes the Server.
 func (s *Server) Serve(ctx, abort context.Context, ln net.Listener) error {
-	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: s.cfg.ReadTimeout, IdleTimeout: s.cfg.IdleTimeout}
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- hs.Serve(limitListener(ln, s.cfg.MaxConns)) }()
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
 	}
 	s.draining.Store(true)
+	abort, cancel := context.WithTimeout(abort, s.cfg.DrainTimeout)
+	defer cancel()
 	if err := hs.Shutdown(abort); err != nil {
 		hs.Close()
 		if abort.Err() != nil {
@@ -166,7 +218,9 @@ func (s *Server) Handler() http.Handler {
 					Message: fmt.Sprintf("%s %s: use %s", r.Method, path, method)})
 				return
 			}
-			r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+			rc := http.NewResponseController(w)
+			rc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+			r.Body = http.MaxBytesReader(w, r.Body, s.lim.bodyBytes)
 			h(w, r)
 		})
 	}
@@ -174,7 +228,7 @@ func (s *Server) Handler() http.Handler {
 	route("/v1/models", http.MethodGet, s.models)
 	route("/v1/chat/completions", http.MethodPost, s.chat)
 	route("/v1/completions", http.MethodPost, s.completions)
-	mux.HandleFunc("/v1/models/{id}", func(w http.ResponseWriter, r *http.Request) {
+	route("/v1/models/{id}", http.MethodGet, func(w http.ResponseWriter, r *http.Request) {
 		if r.PathValue("id") != s.id {
 			writeError(w, s.unknownModel(r.PathValue("id")))
 			return
@@ -194,7 +248,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		status, code = "shutting down", http.StatusServiceUnavailable
 	}
 	writeJSON(w, code, map[string]any{"status": status, "model": s.id, "slots": s.cfg.Parallel,
-		"slots_busy": s.sched.busy.Load(), "queued": len(s.sched.in), "queue": s.cfg.Queue})
+		"slots_busy": s.sched.busy.Load(), "queued": s.sched.queued(), "queue": s.cfg.Queue})
 }
 
 type modelCard struct {

@@ -80,10 +80,14 @@ func TestStopSeedLogprobs(t *testing.T) {
 	if a, b, c := sample(5), sample(5), sample(6); a != b || a == c {
 		t.Fatalf("seed 5 twice: %q / %q; seed 6: %q", a, b, c)
 	}
-	// A huge max_tokens is bounded by the context, not allocated.
+	// A huge max_tokens is bounded by the context, not allocated, and
+	// gives exactly what sending none does (the room the context leaves:
+	// prompt + completion = ctx).
 	_, v = post(t, hs.URL+"/v1/completions", `{"prompt":"Once","max_tokens":2000000000,"temperature":0}`)
-	if u := v["usage"].(map[string]any); u["prompt_tokens"].(float64)+u["completion_tokens"].(float64) != 257 {
-		t.Fatalf("max_tokens 2e9: %v", v["usage"])
+	_, def := post(t, hs.URL+"/v1/completions", `{"prompt":"Once","temperature":0}`)
+	if u := v["usage"].(map[string]any); u["prompt_tokens"].(float64)+u["completion_tokens"].(float64) != 256 ||
+		fmt.Sprint(v["usage"]) != fmt.Sprint(def["usage"]) || v["choices"].([]any)[0].(map[string]any)["text"] != def["choices"].([]any)[0].(map[string]any)["text"] {
+		t.Fatalf("max_tokens 2e9: %v, none: %v", v["usage"], def["usage"])
 	}
 	_, v = post(t, hs.URL+"/v1/chat/completions", onceUpon[:len(onceUpon)-2]+`3,"logprobs":true,"top_logprobs":2}`)
 	lp := v["choices"].([]any)[0].(map[string]any)["logprobs"].(map[string]any)["content"].([]any)
@@ -222,7 +226,7 @@ func TestQueueFullAndDisconnect(t *testing.T) {
 	cancelA := start()
 	until(t, "the first request to take the slot", func() bool { return s.sched.busy.Load() == 1 })
 	cancelB := start()
-	until(t, "the second request to queue", func() bool { return len(s.sched.in) == 1 })
+	until(t, "the second request to queue", func() bool { return s.sched.queued() == 1 })
 	code, v := post(t, hs.URL+"/v1/chat/completions", long)
 	if code != http.StatusTooManyRequests || v["error"].(map[string]any)["type"] != "rate_limit_error" {
 		t.Fatalf("third request: %d %v", code, v)
@@ -231,7 +235,7 @@ func TestQueueFullAndDisconnect(t *testing.T) {
 	close(g.open) // the running request decodes, 5 ms a token
 	time.Sleep(50 * time.Millisecond)
 	cancelA()
-	until(t, "the slot and the queue to empty", func() bool { return s.sched.busy.Load() == 0 && len(s.sched.in) == 0 })
+	until(t, "the slot and the queue to empty", func() bool { return s.sched.busy.Load() == 0 && s.sched.queued() == 0 })
 	wg.Wait()
 	g.delay.Store(0)
 	if code, v := post(t, hs.URL+"/v1/chat/completions", onceUpon+"}"); code != 200 || content(v) != greedyText(t, "Once upon a time", 40) {

@@ -162,7 +162,7 @@ func TestRequestLogCountsDecodeTicks(t *testing.T) {
 	}()
 	// Queued, or admitted, while slot 0's third tick is held: either way
 	// one tick carries its prompt beside slot 0's decode token.
-	for len(s.sched.in) == 0 && s.sched.busy.Load() < 2 {
+	for s.sched.queued() == 0 && s.sched.busy.Load() < 2 {
 		time.Sleep(time.Millisecond)
 	}
 	close(open)

@@ -26,7 +26,9 @@ func init() {
 		Description: "Serves POST /v1/chat/completions, POST /v1/completions, GET /v1/models and GET /health.\n" +
 			"Up to --parallel requests decode together (each with its own KV cache of --ctx positions);\n" +
 			"--queue more wait for a slot, beyond that the server answers 429. SIGTERM or SIGINT stops\n" +
-			"accepting, lets in-flight requests finish, then exits 0 (a second signal cuts them off, exit 1).\nPoint an OpenAI client at " +
+			"accepting, lets in-flight requests finish, then exits 0 (a second signal, or --drain-timeout,\n" +
+			"cuts them off, exit 1). A request must fit --ctx by its size alone (body, messages, prompt bytes;\n" +
+			"the bounds are printed at start). Point an OpenAI client at " +
 			"http://HOST:PORT/v1 with any API key.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "host", Value: "127.0.0.1", Usage: "address to listen on"},
@@ -36,6 +38,11 @@ func init() {
 			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: runtime.NumCPU(), Usage: "decode threads"},
 			&cli.IntFlag{Name: "queue", Usage: "requests that may wait for a slot (0: 4 × --parallel)"},
 			&cli.StringFlag{Name: "alias", Usage: "model id clients pass as \"model\" (default: the file's base name)"},
+			&cli.DurationFlag{Name: "read-timeout", Value: serve.DefaultReadTimeout, Usage: "bound on reading one request's headers and body"},
+			&cli.DurationFlag{Name: "write-timeout", Value: serve.DefaultWriteTimeout, Usage: "bound on each write of a response (each stream chunk)"},
+			&cli.DurationFlag{Name: "idle-timeout", Value: serve.DefaultIdleTimeout, Usage: "close a keep-alive connection idle this long"},
+			&cli.IntFlag{Name: "max-conns", Value: serve.DefaultMaxConns, Usage: "open connections at most (more wait in the listen backlog)"},
+			&cli.DurationFlag{Name: "drain-timeout", Value: serve.DefaultDrainTimeout, Usage: "after SIGTERM, cut requests still in flight after this long (exit 1)"},
 		},
 		Action: runServe,
 	})
@@ -78,14 +85,16 @@ func runServe(c *cli.Context) error {
 		return cli.Exit("serve: "+err.Error(), exitUsage)
 	}
 	s, err := serve.New(serve.Config{Model: m, ModelID: c.String("alias"), Tokenizer: tk, Template: tmpl, Parallel: c.Int("parallel"),
-		Ctx: c.Int("ctx"), Threads: c.Int("threads"), Queue: c.Int("queue"), Log: os.Stderr})
+		Ctx: c.Int("ctx"), Threads: c.Int("threads"), Queue: c.Int("queue"), Log: os.Stderr,
+		ReadTimeout: c.Duration("read-timeout"), WriteTimeout: c.Duration("write-timeout"), IdleTimeout: c.Duration("idle-timeout"),
+		MaxConns: c.Int("max-conns"), DrainTimeout: c.Duration("drain-timeout")})
 	if err != nil {
 		ln.Close()
 		return cli.Exit("serve: "+err.Error(), exitUsage)
 	}
 	defer s.Close()
-	fmt.Fprintf(os.Stderr, "serving %s as %q on http://%s/v1 (%d parallel, chat template: %s); SIGTERM drains and exits\n",
-		m.Path, s.ModelID(), ln.Addr(), c.Int("parallel"), s.TemplateName())
+	fmt.Fprintf(os.Stderr, "serving %s as %q on http://%s/v1 (%d parallel, chat template: %s; requests: %s); SIGTERM drains and exits\n",
+		m.Path, s.ModelID(), ln.Addr(), c.Int("parallel"), s.TemplateName(), s.Limits())
 	return serveUntilSignal(s, ln)
 }
 
@@ -104,6 +113,13 @@ func checkServeFlags(c *cli.Context) error {
 		return cli.Exit(fmt.Sprintf("serve: --queue %d outside 0..%d", c.Int("queue"), 1<<16), exitUsage)
 	case c.Int("port") < 0 || c.Int("port") > 65535:
 		return cli.Exit("serve: --port must be in [0, 65535]", exitUsage)
+	case c.Int("max-conns") < 1 || c.Int("max-conns") > 1<<20:
+		return cli.Exit(fmt.Sprintf("serve: --max-conns %d outside 1..%d", c.Int("max-conns"), 1<<20), exitUsage)
+	}
+	for _, f := range []string{"read-timeout", "write-timeout", "idle-timeout", "drain-timeout"} {
+		if c.Duration(f) <= 0 {
+			return cli.Exit(fmt.Sprintf("serve: --%s %v: must be > 0", f, c.Duration(f)), exitUsage)
+		}
 	}
 	return checkThreads("serve", c.Int("threads"))
 }
