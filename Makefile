@@ -9,12 +9,17 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/cflowc
 
-# vet also compiles the claim2-tagged benchmark kernel (quant) and fails
+# vet also compiles the claim2-tagged benchmark kernel (quant), fails
 # when go.mod/go.sum are not tidy (`go mod tidy -diff` prints what it would
-# change).
+# change), and reruns quant's kernel generator (quant/_asm, avo from the
+# module proxy): it fails when that changes a file under quant/, since
+# generated assembly is never edited by hand.
 vet:
 	$(GO) vet ./...
 	$(GO) vet -tags claim2 ./quant
+	cd quant/_asm && $(GO) vet . && $(GO) mod tidy -diff
+	$(GO) generate ./quant
+	@git diff --exit-code --stat -- quant/ || (echo "go generate ./quant changed the files above: generated kernels are edited through quant/_asm"; exit 1)
 	@$(GO) mod tidy -diff || (echo "go.mod/go.sum not tidy: run go mod tidy"; exit 1)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
 

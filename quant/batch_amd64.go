@@ -276,40 +276,10 @@ func columns4(xs []*Vec, col int, ys [][]float32, j int) (xp, yp [4]*float32) {
 	return xp, yp
 }
 
-// q4avx2i8x4 adds one Q4_0 tile times four int8 activation columns into
-// their outputs (batch_avx2i8_amd64.s): each block of four rows is mixed and
-// split into nibbles once for the four columns, and each column's sums go
-// through q4avx2i8's arithmetic (q4rows_amd64.h). q8avx2i8x4 is the Q8_0
-// version; it reads each
-// column's natural-order int8 values (Vec.q8) through the xl field and
-// ignores xh and c4.
-//
-//go:noescape
-func q4avx2i8x4(sc, data *byte, rows, groups int, cols *[4]vnniCol)
-
-// q4avx2i8x2 and q4avx2i8x3 are q4avx2i8x4 for two and three columns.
-//
-//go:noescape
-func q4avx2i8x2(sc, data *byte, rows, groups int, cols *[2]vnniCol)
-
-//go:noescape
-func q4avx2i8x3(sc, data *byte, rows, groups int, cols *[3]vnniCol)
-
-//go:noescape
-func q8avx2i8x4(sc, data *byte, rows, groups int, cols *[4]vnniCol)
-
-// q8avx2i8x2 and q8avx2i8x3 are q8avx2i8x4 for two and three columns.
-//
-//go:noescape
-func q8avx2i8x2(sc, data *byte, rows, groups int, cols *[2]vnniCol)
-
-//go:noescape
-func q8avx2i8x3(sc, data *byte, rows, groups int, cols *[3]vnniCol)
-
 // dotQ4AVX2I8Batch is the avx2i8 path's DotBatch for Q4_0: four columns at
 // a time, the last B mod 4 (two or three) through the two- or
 // three-column kernel, one through the single-column one. All run each
-// column through the same arithmetic (q4rows_amd64.h), so every tile
+// column through the same arithmetic (quant/_asm/q4rows.go), so every tile
 // shape, pad nibbles included, gives Dot's bits.
 func dotQ4AVX2I8Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {
 	g, g0 := Groups(t.Cols), col/GroupSize

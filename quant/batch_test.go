@@ -242,7 +242,7 @@ func TestDotBatchFullTilesSumAsDot(t *testing.T) {
 // every Q4_0 and Q8_0 tile shape: any row count, short rows (fewer than 8
 // groups), an odd group count (a lone last group) and pad weights (cols
 // not a multiple of 32) with live activations past the tile. avx2i8's Q4
-// kernels share their arithmetic (q4rows_amd64.h: exact integer group
+// kernels share their arithmetic (_asm/q4rows.go: exact integer group
 // sums, bias included), its Q8 kernels give each column its own lane with
 // the single-column kernel's sums, and vnni's sum each column as its
 // single-column kernel does, so the multi-column kernels must give Dot's

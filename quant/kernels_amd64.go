@@ -46,18 +46,6 @@ func quantize512(x *float32, groups int, q8, xl, xh *int8, dx *float32, c4, c8 *
 //go:noescape
 func q8vnni512(sc, data *byte, rows, groups int, x8 *int8, c8 *int32, dx, y *float32, k0, k1, k2, k3, kg int)
 
-//go:noescape
-func q4avx2i8(sc, data *byte, rows, groups int, xl, xh *int8, c4 *int32, dx, y *float32)
-
-//go:noescape
-func q4avx2i8pair(sc, data, scB, dataB *byte, rows int, xl, xh *int8, c4 *int32, dx, y, yB *float32)
-
-//go:noescape
-func q8avx2i8(sc, data *byte, rows, groups int, x8 *int8, dx, y *float32)
-
-//go:noescape
-func quantize256(x *float32, groups int, q8, xl, xh *int8, dx *float32, c4, c8 *int32)
-
 // archKernels lists the assembly paths f allows, the default (the fastest
 // measured) last.
 func archKernels(f CPUFeatures) []*Kernel {

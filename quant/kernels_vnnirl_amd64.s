@@ -4,7 +4,7 @@
 #include "idx4_amd64.h"
 
 // The vnnirl path's Q4_0 kernels: AVX-512 VNNI with the rows as lanes, the
-// avx2i8 path's arithmetic (q4rows_amd64.h) at 512 bits. Each 128-bit lane
+// avx2i8 path's arithmetic (_asm/q4rows.go) at 512 bits. Each 128-bit lane
 // of a weight row's 64-byte block is one group; four rows' blocks are mixed
 // dword by dword through the same Latin square (C0..C3), and each column's
 // activation bytes are permuted the same way once per call, so that four

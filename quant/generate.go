@@ -1,0 +1,8 @@
+package quant
+
+// The amd64 kernels of each arithmetic family are generated from Go by
+// the avo program in _asm (its own module); `make vet` fails when running
+// it would change a file. docs/DESIGN.md, "Where to add a kernel", says
+// how to add one.
+//
+//go:generate go run -C _asm . -family avx2i8 -out ../avx2i8_amd64.s -stubs ../avx2i8_amd64.go
