@@ -3,7 +3,6 @@ module github.com/cflow-dev/cflow
 go 1.26.8
 
 require (
-	github.com/ardanlabs/jinja v1.8.0
 	github.com/dlclark/regexp2 v1.12.0
 	github.com/klauspost/cpuid/v2 v2.4.2
 	github.com/nlpodyssey/safetensors v0.0.0-20250209183917-bfb01cc25f7c

@@ -5,13 +5,17 @@
 // and the variables messages, add_generation_prompt, bos_token and
 // eos_token.
 //
-// The Jinja engine is github.com/ardanlabs/jinja (pure Go, no
-// dependencies, written for LLM chat templates, which applies
-// trim_blocks/lstrip_blocks as transformers configures jinja2). It renders
-// the real templates of Llama 3, 3.1, 3.2, Qwen 2.5, Qwen3 and Gemma 3
-// byte-identical to Debian's python3-jinja2 (testdata/golden). gonja/v2
-// was evaluated too: it fails to parse Gemma 3's template (a string
-// literal spanning lines).
+// The Jinja engine is chat/internal/jinja: github.com/ardanlabs/jinja
+// (pure Go, written for LLM chat templates, applying trim_blocks and
+// lstrip_blocks as transformers configures jinja2), copied and changed
+// where it rendered something jinja2 does not (NOTICE.md there: % string
+// formatting, None and float printing, undefined values in arithmetic,
+// which jinja2 raises on). It renders the real templates of Llama 3, 3.1,
+// 3.2, Qwen 2.5, Qwen3 and Gemma 3 byte-identical to Debian's
+// python3-jinja2 (testdata/golden) and agrees with it on held-out probes
+// (testdata/probes.json): the same text, or an error where jinja2 raises.
+// gonja/v2 was evaluated too: it fails to parse Gemma 3's template (a
+// string literal spanning lines).
 package chat
 
 import (
@@ -20,7 +24,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ardanlabs/jinja"
+	"github.com/cflow-dev/cflow/chat/internal/jinja"
 )
 
 // Message is one turn of a conversation. Content is text; templates that
@@ -56,7 +60,8 @@ type Options struct {
 	// assistant's turn, so the model writes the reply next.
 	AddGenerationPrompt bool
 	// BOSToken and EOSToken are the tokenizer's special token texts
-	// ("" renders as None, as transformers passes a missing token).
+	// ("" leaves it undefined: transformers passes only the tokens a
+	// tokenizer has, its special_tokens_map).
 	BOSToken, EOSToken string
 	// Now is strftime_now's clock; nil means time.Now (tests pin it).
 	Now func() time.Time
@@ -74,7 +79,7 @@ func (t *Template) Render(messages []Message, o Options) (string, error) {
 	}
 	tokenValue := func(s string) jinja.Value {
 		if s == "" {
-			return jinja.None()
+			return jinja.Undefined()
 		}
 		return jinja.NewString(s)
 	}

@@ -123,3 +123,54 @@ func TestFeatures(t *testing.T) {
 		t.Fatalf("empty template: %v", err)
 	}
 }
+
+// TestProbesAgreeWithJinja2: held-out template probes (testdata/probes.json:
+// %-formatting, None and float printing, undefined values in arithmetic,
+// llama.cpp's firefunction-v2 template rendered without its functions)
+// render exactly what Debian's python3-jinja2 renders, or fail where it
+// raises (testdata/probes.golden.json, from
+// /usr/bin/python3 testdata/render.py --probes testdata/probes.json testdata/probes.golden.json).
+func TestProbesAgreeWithJinja2(t *testing.T) {
+	var probes []struct{ Name, Template, File string }
+	var golden map[string]struct {
+		Output *string
+		Raises string
+	}
+	for f, v := range map[string]any{"testdata/probes.json": &probes, "testdata/probes.golden.json": &golden} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, v); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	conv := loadConversations(t)[0]
+	for _, p := range probes {
+		src := p.Template
+		if p.File != "" {
+			b, err := os.ReadFile(filepath.Join("testdata", p.File))
+			if err != nil {
+				t.Fatal(err)
+			}
+			src = string(b)
+		}
+		want, ok := golden[p.Name]
+		if !ok {
+			t.Fatalf("%s: no golden (rerun render.py --probes)", p.Name)
+		}
+		tpl, err := Parse(src)
+		var got string
+		if err == nil {
+			got, err = tpl.Render(conv.Messages, Options{AddGenerationPrompt: true, Now: pinnedNow})
+		}
+		switch {
+		case want.Raises != "" && err == nil:
+			t.Errorf("%s: rendered %q; jinja2 raises %s", p.Name, got, want.Raises)
+		case want.Raises == "" && err != nil:
+			t.Errorf("%s: %v; jinja2 renders %q", p.Name, err, *want.Output)
+		case want.Raises == "" && got != *want.Output:
+			t.Errorf("%s:\n got %q\nwant %q (jinja2)", p.Name, got, *want.Output)
+		}
+	}
+}

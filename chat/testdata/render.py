@@ -1,7 +1,10 @@
 #!/usr/bin/python3
 # Renders chat templates the way transformers does (jinja2 sandbox,
 # trim_blocks, lstrip_blocks, loopcontrols, raise_exception, tojson without
-# ASCII escaping, strftime_now) and writes the golden outputs.
+# ASCII escaping, strftime_now) and writes the golden outputs. With
+# --probes PROBES.json OUT.json it renders each probe (a template, inline or
+# a file under testdata/) over the first conversation and records its
+# output, or the name of the exception jinja2 raises.
 import json, sys, os, datetime
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.ext import loopcontrols
@@ -25,6 +28,22 @@ def env():
     e.globals["strftime_now"] = strftime_now
     return e
 
+def probes(probe_file, out_file):
+    base = os.path.dirname(os.path.abspath(probe_file))
+    conv = json.load(open(os.path.join(base, "conversations.json")))[0]
+    out = {}
+    for p in json.load(open(probe_file)):
+        src = p.get("template")
+        if src is None:
+            src = open(os.path.join(base, p["file"])).read()
+        try:
+            out[p["name"]] = {"output": env().from_string(src).render(messages=conv["messages"], add_generation_prompt=True)}
+        except Exception as e:
+            out[p["name"]] = {"raises": type(e).__name__}
+    with open(out_file, "w") as f:
+        json.dump(out, f, indent=1, ensure_ascii=False, sort_keys=True)
+        f.write("\n")
+
 def main(tmpl_dir, conv_file, out_dir):
     convs = json.load(open(conv_file))
     specials = json.load(open(os.path.join(tmpl_dir, "specials.json")))
@@ -35,9 +54,15 @@ def main(tmpl_dir, conv_file, out_dir):
         model = name[:-len(".jinja")]
         t = env().from_string(open(os.path.join(tmpl_dir, name)).read())
         for c in convs:
-            out = t.render(messages=c["messages"], add_generation_prompt=c["add_generation_prompt"], **specials[model])
+            # transformers passes only the special tokens a tokenizer has
+            # (special_tokens_map): a missing one is undefined, not None.
+            sp = {k: v for k, v in specials[model].items() if v is not None}
+            out = t.render(messages=c["messages"], add_generation_prompt=c["add_generation_prompt"], **sp)
             with open(os.path.join(out_dir, f"{model}.{c['name']}.txt"), "w") as f:
                 f.write(out)
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    if sys.argv[1] == "--probes":
+        probes(sys.argv[2], sys.argv[3])
+    else:
+        main(*sys.argv[1:4])
