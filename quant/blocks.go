@@ -57,9 +57,15 @@ func (t Type) BlockBytes() int {
 // multiple of BlockWeights), what GGUF's tensor data holds per row.
 func (t Type) RowBytes(n int) int { return n / t.BlockWeights() * t.BlockBytes() }
 
+// ggmlRows reports whether QuantizeRows and DequantizeRows take t: the
+// block codecs and, in GGUF's block layout, Q4_0 and Q8_0 (ggml_q4q8.go).
+func ggmlRows(t Type) bool { return t.GGMLBlocks() || t == Q4_0 || t == Q8_0 }
+
 // QuantizeRows quantizes the rows of src (each nPerRow weights) into dst
 // (len(src)/nPerRow · RowBytes(nPerRow) bytes) with exactly the bytes
-// ggml's quantize_<type> writes for the same floats: its reference
+// ggml's quantize_<type> writes for the same floats (for Q4_0 and Q8_0
+// GGUF's blocks, the f16 scale before each block's quants, and ggml's
+// choice of scale, not cflow's encodeRef's): its reference
 // quantizer (quantize_row_<type>_ref) when imatrix is nil, and with an
 // importance matrix (nPerRow weights shared by every row, llama-quantize
 // --imatrix's per-column mean squared activations) its weighted one
@@ -67,7 +73,7 @@ func (t Type) RowBytes(n int) int { return n / t.BlockWeights() * t.BlockBytes()
 // negative importance, or a row that is not whole blocks is an error
 // naming it, and dst is then left unspecified.
 func QuantizeRows(t Type, dst []byte, src []float32, nPerRow int, imatrix []float32) error {
-	if !t.GGMLBlocks() {
+	if !ggmlRows(t) {
 		return fmt.Errorf("quant: QuantizeRows: %s is not a block codec", t)
 	}
 	bw := t.BlockWeights()
@@ -96,7 +102,7 @@ func QuantizeRows(t Type, dst []byte, src []float32, nPerRow int, imatrix []floa
 		row := src[r*nPerRow : (r+1)*nPerRow]
 		out := dst[r*rb : (r+1)*rb]
 		var sigma2 float32
-		if imatrix != nil && (t == Q5_0 || t == Q5_1) {
+		if imatrix != nil && (t == Q5_0 || t == Q5_1 || t == Q4_0) {
 			var sumX2 float32
 			for _, v := range row {
 				sumX2 += float32(v * v)
@@ -137,6 +143,14 @@ func quantizeBlock(t Type, x, qw []float32, sigma2 float32, y []byte) {
 		} else {
 			quantizeQ51Impl(x, qw, sigma2, y)
 		}
+	case Q4_0:
+		if qw == nil {
+			quantizeQ40Ref(x, y)
+		} else {
+			quantizeQ40Impl(x, qw, sigma2, y)
+		}
+	case Q8_0:
+		quantizeQ80Ref(x, y)
 	}
 }
 
@@ -144,7 +158,7 @@ func quantizeBlock(t Type, x, qw []float32, sigma2 float32, y []byte) {
 // of t and dst receives BlockWeights values per block, the same floats
 // llama.cpp computes.
 func DequantizeRows(t Type, dst []float32, src []byte) error {
-	if !t.GGMLBlocks() {
+	if !ggmlRows(t) {
 		return fmt.Errorf("quant: DequantizeRows: %s is not a block codec", t)
 	}
 	bw, bb := t.BlockWeights(), t.BlockBytes()
@@ -169,6 +183,10 @@ func dequantizeBlock(t Type, b []byte, out []float32) {
 		dequantizeQ50(b, out)
 	case Q5_1:
 		dequantizeQ51(b, out)
+	case Q4_0:
+		dequantizeQ40(b, out)
+	case Q8_0:
+		dequantizeQ80(b, out)
 	}
 }
 

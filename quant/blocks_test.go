@@ -128,7 +128,7 @@ func TestQuantizeRowsRefusesBadInput(t *testing.T) {
 		{"imatrix length", Q5_K, ok, 256, make([]float32, 255), 352, "importance matrix has 255"},
 		{"imatrix negative", Q5_K, ok, 256, withAt(make([]float32, 256), 9, -1), 352, "importance of column 9 is -1"},
 		{"imatrix nan", Q6_K, ok, 256, withAt(make([]float32, 256), 2, float32(math.NaN())), 420, "importance of column 2 is NaN"},
-		{"not a block codec", Q4_0, ok, 256, nil, 0, "not a block codec"},
+		{"not a block codec", F32, ok, 256, nil, 0, "not a block codec"},
 	}
 	for _, c := range cases {
 		err := QuantizeRows(c.ty, make([]byte, c.dst), c.src, c.n, c.imx)
