@@ -181,5 +181,5 @@ func isTooLarge(err error) bool {
 
 func errBodyTooLarge(limit int64) *apiError {
 	return &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: strp("body_too_large"),
-		Message: fmt.Sprintf("the request body exceeds %d bytes (the bound for --ctx's prompts; see the README's serve section)", limit)}
+		Message: fmt.Sprintf("the request body exceeds %d bytes (the bound for --ctx's prompts; docs/SERVING.md, Limits)", limit)}
 }
