@@ -11,6 +11,7 @@ import (
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/engine/expertio"
+	"github.com/cflow-dev/cflow/internal/fileio"
 )
 
 // Config is one `cflowc bench` invocation.
@@ -218,7 +219,7 @@ func Run(m *cflowfmt.Model, cfg Config) (*Result, error) {
 	if cfg.Profile != nil {
 		pprof.StopCPUProfile()
 	}
-	if h, err := cflowfmt.MappedHugePages(m.Image); err == nil && h.Size > 0 {
+	if h, err := fileio.MappedHugePages(m.Image); err == nil && h.Size > 0 {
 		f := h.Fraction()
 		r.HugePageFraction, r.HugePageBytes, r.MappedBytes = &f, h.Huge, h.Size
 	}

@@ -148,7 +148,7 @@ func LazyExperts(path string, data []byte, h *Header, ranges func(l int) []Range
 			return *p, nil
 		}
 		var ts []MappedTile
-		err := GuardFault(path, func() (err error) {
+		err := guardFault(path, func() (err error) {
 			ts, err = ParseExpert(data, ranges(layer)[e], h, layer, e)
 			return err
 		})

@@ -70,7 +70,7 @@ func (f *File) Check() error {
 // consecutive and a matrix's tiles never span two regions. The .vflow
 // reader passes Loc{layer, stage, -1} for stage tiles.
 func CheckWalk(h *Header, md *Metadata, data []byte, walk func(func(Loc, *MappedTile) error) error) error {
-	return GuardFault("", func() error { return checkWalk(h, md, data, walk) })
+	return guardFault("", func() error { return checkWalk(h, md, data, walk) })
 }
 
 func checkWalk(h *Header, md *Metadata, data []byte, walk func(func(Loc, *MappedTile) error) error) error {

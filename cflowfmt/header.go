@@ -211,12 +211,18 @@ func (h *Header) Validate() error {
 }
 
 // FormatError is what every reader in cflow returns for malformed input:
-// which file, which byte offset, and what was wrong there.
+// which file, which byte offset, and what was wrong there. A file
+// truncated under an open reader is one too, its Err the
+// *fileio.FaultError of the read that faulted.
 type FormatError struct {
 	File   string
 	Offset int64
 	What   string
+	Err    error // the underlying cause, when there is one
 }
+
+// Unwrap is the underlying cause (nil for bad bytes).
+func (e *FormatError) Unwrap() error { return e.Err }
 
 func (e *FormatError) Error() string {
 	if e.File != "" {

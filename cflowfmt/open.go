@@ -1,6 +1,11 @@
 package cflowfmt
 
-import "sync"
+import (
+	"errors"
+	"sync"
+
+	"github.com/cflow-dev/cflow/internal/fileio"
+)
 
 // Image is what a format parser returns: a file view that owns a Model.
 // Both readers' File types satisfy it, so mapping, naming the file in
@@ -11,9 +16,10 @@ type Image interface {
 
 // OpenMapped maps path read-only and parses it. On success the Model's
 // Close unmaps (once, however often it is called); on failure the mapping is
-// released and a *FormatError names the file.
+// released and a *FormatError (or, for a file truncated under the parse, a
+// *fileio.FaultError) names the file.
 func OpenMapped[F Image](path string, parse func(data []byte, name string) (F, error)) (F, error) {
-	data, unmap, err := MapFile(path)
+	data, mapped, unmap, err := fileio.MapFile(path)
 	if err != nil {
 		var zero F
 		return zero, err
@@ -23,7 +29,7 @@ func OpenMapped[F Image](path string, parse func(data []byte, name string) (F, e
 		unmap()
 		return f, err
 	}
-	if len(data) >= minMapSize {
+	if mapped {
 		f.FileModel().Image = data
 	}
 	return f, nil
@@ -34,7 +40,7 @@ func OpenMapped[F Image](path string, parse func(data []byte, name string) (F, e
 // aliases data.
 func ParseImage[F Image](data []byte, name string, parse func(data []byte, name string) (F, error), release func() error) (F, error) {
 	var f F
-	err := GuardFault(name, func() (err error) {
+	err := guardFault(name, func() (err error) {
 		f, err = parse(data, name)
 		return err
 	})
@@ -52,4 +58,16 @@ func ParseImage[F Image](data []byte, name string, parse func(data []byte, name 
 		return cerr
 	}
 	return f, nil
+}
+
+// guardFault runs fn, a walk over a mapped image, under fileio.GuardFault
+// and reports a read of a vanished page as the readers report every bad
+// byte: a *FormatError naming the file (wrapping the *fileio.FaultError).
+func guardFault(name string, fn func() error) error {
+	err := fileio.GuardFault(name, fn)
+	var fault *fileio.FaultError
+	if errors.As(err, &fault) {
+		return &FormatError{File: fault.File, Offset: fault.Offset, What: fault.Reason(), Err: fault}
+	}
+	return err
 }

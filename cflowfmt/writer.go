@@ -16,7 +16,7 @@ import (
 // Usage: Create; for each (layer, slot) in any order BeginSlot, WriteTile /
 // WriteNorm (and BeginExpert inside SlotExpertBank), EndSlot; Close.
 type Writer struct {
-	s     *Sink
+	s     *TileSink
 	h     Header
 	md    *Metadata
 	table [][SlotsPerLayer]Range
@@ -60,7 +60,7 @@ func Create(path string, h Header, md *Metadata) (*Writer, error) {
 	if len(mb) > 1<<31 {
 		return nil, fmt.Errorf("cflowfmt: create %s: metadata of %d bytes exceeds 2 GiB", path, len(mb))
 	}
-	s, err := CreateSink(path)
+	s, err := CreateTileSink(path)
 	if err != nil {
 		return nil, fmt.Errorf("cflowfmt: create %s: %w", path, err)
 	}

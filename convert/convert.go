@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/cflow-dev/cflow/tokenizer"
 	"io"
 	"os"
 	"runtime"
 	"time"
+
+	"github.com/cflow-dev/cflow/internal/fileio"
+	"github.com/cflow-dev/cflow/tokenizer"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/quant"
@@ -74,7 +76,7 @@ func Convert(ctx context.Context, input, output string, opt Options) (*Result, e
 	if err != nil {
 		return nil, err
 	}
-	if err := cflowfmt.CheckOutput(output, input); err != nil {
+	if err := fileio.CheckOutput(output, input); err != nil {
 		return nil, err
 	}
 	if !opt.Quant.Valid() {
@@ -106,7 +108,7 @@ func Convert(ctx context.Context, input, output string, opt Options) (*Result, e
 	// input truncated under the conversion is a FormatError naming the file
 	// and offset (exit 2), and the output is aborted as for any error.
 	var s *modelSpec
-	err = cflowfmt.GuardFaultIn(c.locate, func() (err error) { s, err = buildSpec(c, opt.Model, opt.Quant); return err })
+	err = fileio.GuardFaultIn(c.locate, func() (err error) { s, err = buildSpec(c, opt.Model, opt.Quant); return err })
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +138,7 @@ func Convert(ctx context.Context, input, output string, opt Options) (*Result, e
 	if err := ly.run(); err != nil {
 		return nil, err
 	}
-	if err := cflowfmt.GuardFaultIn(c.locate, func() error { return checkClaimed(c, s) }); err != nil {
+	if err := fileio.GuardFaultIn(c.locate, func() error { return checkClaimed(c, s) }); err != nil {
 		return nil, err
 	}
 	pj, err := json.Marshal(rec)

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/internal/fileio"
 	"github.com/cflow-dev/cflow/quant"
 )
 
@@ -128,7 +129,7 @@ func (e *emitter) run(ctx context.Context) error {
 			for j := range jobs {
 				// A fault (the input truncated under us) fails this job;
 				// the writer reports the first failed job in layout order.
-				j.err = cflowfmt.GuardFaultIn(e.locate, func() error { encodeJob(j, scratch, &e.tileBufs); return nil })
+				j.err = fileio.GuardFaultIn(e.locate, func() error { encodeJob(j, scratch, &e.tileBufs); return nil })
 				close(j.done)
 			}
 		}()
@@ -221,7 +222,7 @@ func (e *emitter) write(j *job, i int, o *op) error {
 			return err
 		}
 		var v []float32
-		if err := cflowfmt.GuardFaultIn(e.locate, func() error { v = o.t.vector(); return nil }); err != nil {
+		if err := fileio.GuardFaultIn(e.locate, func() error { v = o.t.vector(); return nil }); err != nil {
 			return err
 		}
 		if err := e.w.WriteNorm(o.layer, o.th.Matrix, v); err != nil {

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/internal/fileio"
 )
 
 const page = 4096
@@ -45,14 +45,14 @@ func storiesCopy(t *testing.T) (path string, w1, finalNorm int64) {
 	return path, w1, finalNorm
 }
 
-// faultAt asserts err is the FormatError of a memory fault in file at an
+// faultAt asserts err is the FaultError of a memory fault in file at an
 // offset in [lo, hi): the conversion ended in an error naming the input,
 // not in a SIGBUS crash of the test binary.
 func faultAt(t *testing.T, err error, file string, lo, hi int64) {
 	t.Helper()
-	var fe *cflowfmt.FormatError
+	var fe *fileio.FaultError
 	if !errors.As(err, &fe) || !strings.Contains(err.Error(), "memory fault") {
-		t.Fatalf("want a memory-fault FormatError, got %v", err)
+		t.Fatalf("want a memory-fault FaultError, got %v", err)
 	}
 	if fe.File != file || fe.Offset < lo || fe.Offset >= hi {
 		t.Fatalf("fault reported in %s at offset %d, want %s at [%d, %d): %v", fe.File, fe.Offset, file, lo, hi, err)

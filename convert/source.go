@@ -22,7 +22,7 @@ import (
 //   - the tokenizer files, nil when the input carries none.
 //
 // Every byte of the mappings read while opening is read under
-// cflowfmt.GuardFaultIn with locate, so a file truncated meanwhile is a
+// fileio.GuardFaultIn with locate, so a file truncated meanwhile is a
 // FormatError, not a crash. The caller closes the source.
 type source struct {
 	path      string             // what the user named, for messages
@@ -94,7 +94,7 @@ func (s *source) close() error {
 }
 
 // locate names the mapped input file holding addr and addr's offset in
-// it, so a memory fault (cflowfmt.GuardFaultIn) names the shard that was
+// it, so a memory fault (fileio.GuardFaultIn) names the shard that was
 // truncated; the source's path when no mapping holds it.
 func (s *source) locate(addr uintptr) (string, int64) {
 	for _, m := range s.maps {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/internal/fileio"
 )
 
 // llama2cHeader is the legacy llama2.c "version 0" header: seven int32.
@@ -136,7 +136,7 @@ func openLlama2c(path string, mapped func(string)) (c *source, err error) {
 	// tensor's finiteness scan) is guarded: a file truncated meanwhile is
 	// a FormatError naming it, not a SIGBUS crash.
 	var h llama2cHeader
-	if err := cflowfmt.GuardFaultIn(c.locate, func() (err error) { h, err = c.addLlama2cTensors(m.data); return err }); err != nil {
+	if err := fileio.GuardFaultIn(c.locate, func() (err error) { h, err = c.addLlama2cTensors(m.data); return err }); err != nil {
 		return c, err
 	}
 	cfg := map[string]any{

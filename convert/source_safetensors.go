@@ -9,7 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/internal/fileio"
 	"github.com/cflow-dev/cflow/tokenizer"
 )
 
@@ -91,7 +91,7 @@ func openHF(dir string, files []string, mapped func(string)) (c *source, err err
 		// here, through the mapping: a shard truncated meanwhile is a
 		// FormatError naming it, not a SIGBUS crash.
 		var ts map[string]*tensor
-		err = cflowfmt.GuardFaultIn(c.locate, func() (err error) { ts, err = parseSafetensors(f, m.data); return err })
+		err = fileio.GuardFaultIn(c.locate, func() (err error) { ts, err = parseSafetensors(f, m.data); return err })
 		if err != nil {
 			return c, err
 		}

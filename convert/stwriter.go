@@ -7,7 +7,7 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/internal/fileio"
 )
 
 // STTensor is one tensor for WriteSafetensors: its bytes are produced by
@@ -60,7 +60,7 @@ func WriteSafetensors(path string, tensors []STTensor) (err error) {
 	for len(hb)%8 != 0 {
 		hb = append(hb, ' ')
 	}
-	bw, err := cflowfmt.CreateSink(path)
+	bw, err := fileio.CreateSink(path)
 	if err != nil {
 		return err
 	}
@@ -96,5 +96,5 @@ func writeIndex(dir string, weightMap map[string]string) error {
 	if err != nil {
 		return err
 	}
-	return cflowfmt.WriteFileAtomic(filepath.Join(dir, "model.safetensors.index.json"), b)
+	return fileio.WriteFileAtomic(filepath.Join(dir, "model.safetensors.index.json"), b)
 }

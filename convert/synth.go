@@ -12,7 +12,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/internal/fileio"
 	"github.com/cflow-dev/cflow/quant"
 )
 
@@ -150,7 +150,7 @@ func writeCheckpoint(dir string, cfg map[string]any, ts []STTensor, shards int) 
 		return err
 	}
 	cb, _ := json.MarshalIndent(cfg, "", "  ")
-	if err := cflowfmt.WriteFileAtomic(filepath.Join(dir, "config.json"), cb); err != nil {
+	if err := fileio.WriteFileAtomic(filepath.Join(dir, "config.json"), cb); err != nil {
 		return err
 	}
 	if shards == 1 {

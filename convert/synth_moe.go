@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/internal/fileio"
 )
 
 // MoEGeometry is a pipeline-native DelayedSum (arch2_4_combined) model size
@@ -107,7 +107,7 @@ func SynthesizeMoE(dir string, g MoEGeometry, o SynthOptions) error {
 		"torch_dtype": "float16", "_name_or_path": fmt.Sprintf("synthetic-arch2_4-seed%d", o.Seed),
 	}
 	cb, _ := json.MarshalIndent(cfg, "", "  ")
-	if err := cflowfmt.WriteFileAtomic(filepath.Join(dir, "config.json"), cb); err != nil {
+	if err := fileio.WriteFileAtomic(filepath.Join(dir, "config.json"), cb); err != nil {
 		return err
 	}
 	withProgress(ts, o.Progress)

@@ -1,6 +1,6 @@
 package engine
 
-import "github.com/cflow-dev/cflow/cflowfmt"
+import "github.com/cflow-dev/cflow/internal/fileio"
 
 // faultAsError is deferred by Step (with debug.SetPanicOnFault on). The
 // weights are a file mapping: if the file is truncated under the engine,
@@ -19,7 +19,7 @@ func (e *Engine) faultAsError(s *seq, logits *[]float32, err *error) {
 // faultError is the error for a recovered memory fault r (nil when nothing
 // panicked); any other panic is re-raised. The batched entry points
 // (prefill.go) use it with their own clean-up.
-func (e *Engine) faultError(r any) error { return cflowfmt.FaultError(e.m.Path, r) }
+func (e *Engine) faultError(r any) error { return fileio.RecoveredFault(e.m.Path, r) }
 
 // loadFaultAsError is deferred by the set-up steps of New that read the
 // whole mapping (the NUMA tile copies, on the nodes' workers, whose faults

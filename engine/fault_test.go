@@ -8,15 +8,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/convert"
 	"github.com/cflow-dev/cflow/engine/numa"
+	"github.com/cflow-dev/cflow/internal/fileio"
 	"github.com/cflow-dev/cflow/quant"
 	"github.com/cflow-dev/cflow/vflowfmt"
 )
 
 // TestTruncatedUnderEngine (issue 19 item 6): a model file truncated while
-// an engine decodes from its mapping makes Step return a FormatError naming
+// an engine decodes from its mapping makes Step return a FaultError naming
 // the file — from the caller's reads and the workers' alike — instead of
 // the process dying of SIGBUS.
 func TestTruncatedUnderEngine(t *testing.T) {
@@ -40,9 +40,9 @@ func TestTruncatedUnderEngine(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = e.Step(2)
-		var fe *cflowfmt.FormatError
+		var fe *fileio.FaultError
 		if !errors.As(err, &fe) || !strings.Contains(err.Error(), "truncated or replaced while open") {
-			t.Fatalf("%d threads: want a FormatError for the truncated mapping, got %v", threads, err)
+			t.Fatalf("%d threads: want a FaultError for the truncated mapping, got %v", threads, err)
 		}
 		if e.Pos() != 1 {
 			t.Fatalf("%d threads: position %d after a failed step, want 1", threads, e.Pos())
@@ -56,7 +56,7 @@ func TestTruncatedUnderEngine(t *testing.T) {
 // mapping on each node's pinned workers — copying the tiles into
 // node-local memory (a file planned for another node count) or touching
 // them in place (a file planned for these nodes). A file truncated before
-// that makes New return a FormatError naming the file — the workers'
+// that makes New return a FaultError naming the file — the workers'
 // faults reach the caller — instead of an engine whose copies were
 // silently left zero.
 func TestTruncatedBeforeNUMACopy(t *testing.T) {
@@ -88,9 +88,9 @@ func TestTruncatedBeforeNUMACopy(t *testing.T) {
 			e.Close()
 			t.Fatalf("%s: New read the tiles of a truncated file without an error (%s)", c.mode, e.NUMA())
 		}
-		var fe *cflowfmt.FormatError
+		var fe *fileio.FaultError
 		if !errors.As(err, &fe) || fe.File != path || !strings.Contains(err.Error(), "truncated or replaced while open") {
-			t.Fatalf("%s: want a FormatError naming %s, got %v", c.mode, path, err)
+			t.Fatalf("%s: want a FaultError naming %s, got %v", c.mode, path, err)
 		}
 		m.Close()
 	}

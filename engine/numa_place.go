@@ -7,6 +7,7 @@ import (
 
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/engine/numa"
+	"github.com/cflow-dev/cflow/internal/fileio"
 )
 
 // placement issues the engine's memory-policy requests and keeps the
@@ -186,7 +187,7 @@ func (pl *placement) copyTiles() error {
 			copy(c.Data, t.Data)
 			copies[i] = c
 		})
-		if h, err := cflowfmt.MappedHugePages(mem); err == nil {
+		if h, err := fileio.MappedHugePages(mem); err == nil {
 			pl.e.numaRep.CopyBytes += h.Size
 			pl.e.numaRep.CopyHugeBytes += h.Huge
 		}

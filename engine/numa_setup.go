@@ -9,6 +9,7 @@ import (
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/engine/numa"
 	"github.com/cflow-dev/cflow/engine/pool"
+	"github.com/cflow-dev/cflow/internal/fileio"
 )
 
 // numaState is a multi-node engine's execution state: per node a pinned
@@ -81,7 +82,7 @@ func (r NUMAReport) String() string {
 		} else {
 			b.WriteString(": re-planned, tiles copied to node-local memory")
 			if r.CopyBytes > 0 {
-				fmt.Fprintf(&b, " (%s on 2 MiB pages)", cflowfmt.HugePages{Huge: r.CopyHugeBytes, Size: r.CopyBytes})
+				fmt.Fprintf(&b, " (%s on 2 MiB pages)", fileio.HugePages{Huge: r.CopyHugeBytes, Size: r.CopyBytes})
 			}
 		}
 		fmt.Fprintf(&b, "; %d ranges, %.1f MiB: %d applied, %d skipped (no such memory node), %d failed",

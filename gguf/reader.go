@@ -6,7 +6,7 @@ import (
 	"math"
 	"sort"
 
-	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/internal/fileio"
 )
 
 // FormatError is a malformed, truncated or hostile GGUF: Off is the byte
@@ -75,7 +75,7 @@ const (
 // mapping, so a model larger than memory is paged in as it is read; Close
 // unmaps it.
 func Open(path string) (*File, error) {
-	b, unmap, err := cflowfmt.MapFile(path)
+	b, _, unmap, err := fileio.MapFile(path)
 	if err != nil {
 		return nil, err
 	}

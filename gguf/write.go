@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/internal/fileio"
 )
 
 // Write exports m to path as GGUF v3. The file appears only when complete:
@@ -24,7 +25,7 @@ func Write(m *cflowfmt.Model, path string, opt Options) (err error) {
 		return err
 	}
 
-	w, err := cflowfmt.CreateSink(path)
+	w, err := fileio.CreateSink(path)
 	if err != nil {
 		return err
 	}

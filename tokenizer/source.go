@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/internal/fileio"
 )
 
 // Source is a tokenizer as the converter finds it: tokenizer.json with
@@ -69,11 +70,11 @@ func ReadFile(path string) (*Source, error) {
 }
 
 // readBounded reads a tokenizer file whole, at most
-// cflowfmt.MaxArgFileBytes (the largest real tokenizer.json is tens of
+// fileio.MaxArgFileBytes (the largest real tokenizer.json is tens of
 // MB): a device such as /dev/zero named by --tokenizer is an error at once
 // instead of a read that grows until the kernel kills the process.
 func readBounded(p string) ([]byte, error) {
-	return cflowfmt.ReadFileLimit(p, cflowfmt.MaxArgFileBytes)
+	return fileio.ReadFileLimit(p, fileio.MaxArgFileBytes)
 }
 
 func readOptional(p string) ([]byte, error) {

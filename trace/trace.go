@@ -10,7 +10,7 @@ import (
 	"io"
 	"sort"
 
-	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/internal/fileio"
 )
 
 // Schema is the only trace schema this package reads and writes.
@@ -43,7 +43,7 @@ type Step struct {
 
 // Load reads and checks a trace file.
 func Load(path string) (*Trace, error) {
-	b, err := cflowfmt.ReadFileLimit(path, cflowfmt.MaxArgFileBytes)
+	b, err := fileio.ReadFileLimit(path, fileio.MaxArgFileBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,7 @@ import (
 // are reserved at Create and back-patched by Close. Nothing appears at the
 // path unless Close succeeds.
 type Writer struct {
-	s      *cflowfmt.Sink
+	s      *cflowfmt.TileSink
 	x      cflowfmt.Header // execution header
 	vh     Header
 	groups []Group
@@ -91,7 +91,7 @@ func Create(path string, h cflowfmt.Header, md *cflowfmt.Metadata) (*Writer, err
 		vh.ExpertIndexOffset = uint64(dataStart)
 		dataStart = cflowfmt.AlignUp(dataStart + indexLen)
 	}
-	s, err := cflowfmt.CreateSink(path)
+	s, err := cflowfmt.CreateTileSink(path)
 	if err != nil {
 		return fail(err)
 	}

@@ -20,7 +20,7 @@ import (
 	"os"
 	"sort"
 
-	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/internal/fileio"
 )
 
 // row is one line of results.jsonl; llama.cpp rows carry only tok_s. Test
@@ -63,7 +63,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 // temp-and-rename sink every cflow output uses, so a failure leaves no
 // partial file and an existing plot is replaced whole or not at all.
 func plot(in, out, title string, stdout io.Writer) error {
-	if err := cflowfmt.CheckOutput(out, in); err != nil {
+	if err := fileio.CheckOutput(out, in); err != nil {
 		return err
 	}
 	rows, err := read(in)
@@ -74,7 +74,7 @@ func plot(in, out, title string, stdout io.Writer) error {
 	if s.max() <= 0 {
 		return fmt.Errorf("%s: no decode results with a positive tok/s", in)
 	}
-	if err := cflowfmt.WriteFileAtomic(out, []byte(svg(s, title))); err != nil {
+	if err := fileio.WriteFileAtomic(out, []byte(svg(s, title))); err != nil {
 		return err
 	}
 	for _, t := range s.threads {

@@ -6,11 +6,10 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/cflow-dev/cflow/internal/fileio"
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
-
-	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
 // interspersed moves a subcommand's flags ahead of its positional arguments,
@@ -132,9 +131,9 @@ func takesValue(f cli.Flag) bool {
 }
 
 // readArgFile reads a file named by a flag (--text), bounded by
-// cflowfmt.MaxArgFileBytes so /dev/zero is an error, not a memory leak.
+// fileio.MaxArgFileBytes so /dev/zero is an error, not a memory leak.
 func readArgFile(path string) ([]byte, error) {
-	return cflowfmt.ReadFileLimit(path, cflowfmt.MaxArgFileBytes)
+	return fileio.ReadFileLimit(path, fileio.MaxArgFileBytes)
 }
 
 // maxThreads bounds --threads: four workers per CPU (at least 16). More
@@ -167,9 +166,9 @@ func onOneCPU(threads int) (restore func()) {
 }
 
 // checkOutput refuses an output path that is an input or a directory
-// (cflowfmt.CheckOutput) before the command does any work.
+// (fileio.CheckOutput) before the command does any work.
 func checkOutput(cmd, flag, out string, inputs ...string) error {
-	if err := cflowfmt.CheckOutput(out, inputs...); err != nil {
+	if err := fileio.CheckOutput(out, inputs...); err != nil {
 		return cli.Exit(fmt.Sprintf("%s: %s: %v", cmd, flag, err), exitUsage)
 	}
 	return nil
@@ -211,4 +210,4 @@ func progressBar(desc string, bytes bool) func(done, total int64) {
 // 2 MiB-folio speed at one thread, 1/1.22 at two); dropped, the first
 // engine to map the file reads it back in 2 MiB folios. A hint: a failure
 // only leaves the small folios, so it is not reported.
-func dropOutputCache(path string) { _ = cflowfmt.DropPageCache(path) }
+func dropOutputCache(path string) { _ = fileio.DropPageCache(path) }

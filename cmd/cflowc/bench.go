@@ -8,9 +8,9 @@ import (
 	"strings"
 
 	"github.com/cflow-dev/cflow/bench"
-	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/engine/expertio"
+	"github.com/cflow-dev/cflow/internal/fileio"
 	"github.com/cflow-dev/cflow/vflowfmt"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
@@ -73,7 +73,7 @@ func runBench(c *cli.Context) error {
 		return err
 	}
 	if p := c.String("cpuprofile"); p != "" {
-		pf, err := cflowfmt.CreateSink(p)
+		pf, err := fileio.CreateSink(p)
 		if err != nil {
 			return cli.Exit("bench: --cpuprofile: "+err.Error(), exitUsage)
 		}
@@ -84,9 +84,9 @@ func runBench(c *cli.Context) error {
 	if err != nil {
 		return lateExit("bench", err)
 	}
-	if pf, ok := cfg.Profile.(*cflowfmt.Sink); ok {
+	if pf, ok := cfg.Profile.(*fileio.Sink); ok {
 		if err := pf.Commit(); err != nil {
-			return cli.Exit("bench: --cpuprofile: "+err.Error(), exitError)
+			return lateExit("bench: --cpuprofile", err)
 		}
 	}
 	defer warnSmallPages(in, r)
@@ -176,7 +176,7 @@ func printBench(r *bench.Result, runs int) {
 		fmt.Printf("roofline      %8.2f tok/s; reached %.1f%%\n", r.RooflineTokS, 100*r.RooflineFrac)
 	}
 	if r.HugePageFraction != nil {
-		fmt.Printf("2 MiB pages   %s of the model mapping\n", cflowfmt.HugePages{Huge: r.HugePageBytes, Size: r.MappedBytes})
+		fmt.Printf("2 MiB pages   %s of the model mapping\n", fileio.HugePages{Huge: r.HugePageBytes, Size: r.MappedBytes})
 	}
 	if r.NUMA != "" {
 		fmt.Println(r.NUMA)
@@ -208,8 +208,8 @@ func warnSmallPages(in string, r *bench.Result) {
 	if r.HugePageFraction == nil || *r.HugePageFraction >= 0.9 || r.MappedBytes < 16<<20 {
 		return
 	}
-	h := cflowfmt.HugePages{Huge: r.HugePageBytes, Size: r.MappedBytes}
-	if m := cflowfmt.THPEnabled(); m == "never" || m == "" {
+	h := fileio.HugePages{Huge: r.HugePageBytes, Size: r.MappedBytes}
+	if m := fileio.THPEnabled(); m == "never" || m == "" {
 		fmt.Fprintf(os.Stderr, "warning: only %s of the model mapping are on 2 MiB pages: transparent huge pages are off (%q), so decode pays a TLB miss per 4 KiB\n", h, m)
 		return
 	}

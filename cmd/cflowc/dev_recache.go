@@ -2,19 +2,18 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/internal/fileio"
 )
 
 // recacheCommand is `cflowc dev recache`: the page cache keeps a file the
 // converter wrote (or read() read) in small folios, which no mapping can
 // put on 2 MiB pages, and decode then pays a TLB miss per 4 KiB. The logic
-// is cflowfmt.Recache; this parses flags and prints.
+// is fileio.Recache; this parses flags and prints.
 func recacheCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "recache",
@@ -64,15 +63,14 @@ func runRecache(c *cli.Context) error {
 		}
 		f.Close()
 	}
-	if m := cflowfmt.THPEnabled(); m == "never" || m == "" {
+	if m := fileio.THPEnabled(); m == "never" || m == "" {
 		fmt.Fprintf(os.Stderr, "note: transparent huge pages are %q here: no mapping gets 2 MiB pages, recache or not\n", m)
 	}
 	var out []recacheJSON
 	for _, p := range files {
-		r, err := cflowfmt.Recache(p, progressBar("recaching "+p, true))
+		r, err := fileio.Recache(p, progressBar("recaching "+p, true))
 		if err != nil {
-			var fe *cflowfmt.FormatError
-			if errors.As(err, &fe) { // truncated under us
+			if badFile(err) { // truncated under us
 				return cli.Exit("dev recache: "+err.Error(), exitUsage)
 			}
 			return cli.Exit("dev recache: "+err.Error(), exitError)

@@ -5,8 +5,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/gguf"
+	"github.com/cflow-dev/cflow/internal/fileio"
 	"github.com/cflow-dev/cflow/vflowfmt"
 	"github.com/urfave/cli/v2"
 )
@@ -61,7 +61,7 @@ func runExportGGUF(c *cli.Context) error {
 		}
 	}
 	out := c.String("output")
-	if err := cflowfmt.GuardFault(in, func() error { return gguf.Write(m, out, opt) }); err != nil {
+	if err := fileio.GuardFault(in, func() error { return gguf.Write(m, out, opt) }); err != nil {
 		return lateExit("export gguf", err)
 	}
 	dropOutputCache(out)

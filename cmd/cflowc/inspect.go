@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/internal/fileio"
 	"github.com/cflow-dev/cflow/tokenizer"
 	"github.com/cflow-dev/cflow/vflowfmt"
 )
@@ -70,7 +71,7 @@ func openInspected(path string) (*inspected, error) {
 			return nil, err
 		}
 		var d *cflowfmt.Description
-		err = cflowfmt.GuardFault(path, func() (err error) { d, err = f.Describe(); return err })
+		err = fileio.GuardFault(path, func() (err error) { d, err = f.Describe(); return err })
 		if err != nil {
 			f.Close()
 			return nil, err
@@ -82,7 +83,7 @@ func openInspected(path string) (*inspected, error) {
 		return nil, err
 	}
 	var d *vflowfmt.Description
-	err = cflowfmt.GuardFault(path, func() (err error) { d, err = f.Describe(); return err })
+	err = fileio.GuardFault(path, func() (err error) { d, err = f.Describe(); return err })
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -96,8 +97,7 @@ func openInspected(path string) (*inspected, error) {
 func runInspect(w io.Writer, path string, asJSON, tiles, check bool) error {
 	in, err := openInspected(path)
 	if err != nil {
-		var fe *cflowfmt.FormatError
-		if check && errors.As(err, &fe) {
+		if check && badFile(err) {
 			return cli.Exit(fmt.Sprintf("inspect --check: %v", err), exitFail)
 		}
 		return cli.Exit(fmt.Sprintf("inspect: %v", err), exitUsage)
@@ -105,7 +105,7 @@ func runInspect(w io.Writer, path string, asJSON, tiles, check bool) error {
 	defer in.close()
 	var list []cflowfmt.TileInfo
 	if tiles {
-		if err = cflowfmt.GuardFault(path, func() (err error) { list, err = cflowfmt.ListTiles(in.walk); return err }); err != nil {
+		if err = fileio.GuardFault(path, func() (err error) { list, err = cflowfmt.ListTiles(in.walk); return err }); err != nil {
 			return cli.Exit(fmt.Sprintf("inspect: %v", err), exitUsage)
 		}
 	}
@@ -122,8 +122,7 @@ func runInspect(w io.Writer, path string, asJSON, tiles, check bool) error {
 		in.printText(w, list, tiles, check, hasSums, checkErr)
 	}
 	if checkErr != nil {
-		var fe *cflowfmt.FormatError
-		if !errors.As(checkErr, &fe) {
+		if !badFile(checkErr) {
 			return cli.Exit(fmt.Sprintf("inspect: %v", checkErr), exitUsage)
 		}
 		return cli.Exit(fmt.Sprintf("inspect --check: %v", checkErr), exitFail)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/engine"
+	"github.com/cflow-dev/cflow/internal/fileio"
 	"github.com/cflow-dev/cflow/verify"
 )
 
@@ -32,11 +33,27 @@ const (
 // not match — is still bad input (exit 2, naming it); anything else is a
 // bug of ours (exit 3).
 func lateExit(cmd string, err error) error {
-	var fe *cflowfmt.FormatError
-	if errors.As(err, &fe) || errors.Is(err, engine.ErrContextFull) || errors.Is(err, verify.ErrMismatch) {
+	if badFile(err) || isOutputError(err) || errors.Is(err, engine.ErrContextFull) || errors.Is(err, verify.ErrMismatch) {
 		return cli.Exit(cmd+": "+err.Error(), exitUsage)
 	}
 	return cli.Exit(cmd+": "+err.Error(), exitError)
+}
+
+// badFile reports whether err says an input file is malformed: a format
+// error at an offset, or a mapped file truncated under the command (a read
+// of a vanished page).
+func badFile(err error) bool {
+	var fe *cflowfmt.FormatError
+	var fault *fileio.FaultError
+	return errors.As(err, &fe) || errors.As(err, &fault)
+}
+
+// isOutputError reports whether err is the output's: a path that is not a
+// regular file, a missing directory, a full disk. That is the user's path
+// or disk (exit 2), never a bug of ours.
+func isOutputError(err error) bool {
+	var oe *fileio.OutputError
+	return errors.As(err, &oe)
 }
 
 // commands is filled by each command file's init.

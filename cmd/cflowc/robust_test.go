@@ -16,6 +16,7 @@ import (
 	"github.com/cflow-dev/cflow/convert"
 	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/gguf"
+	"github.com/cflow-dev/cflow/internal/fileio"
 	"github.com/cflow-dev/cflow/quant"
 	"github.com/cflow-dev/cflow/trace"
 	"github.com/cflow-dev/cflow/verify"
@@ -508,7 +509,7 @@ func TestExportNoteOnce(t *testing.T) {
 }
 
 // TestExportTruncatedModel: a model truncated while export gguf reads it
-// is a FormatError (exit 2 through lateExit), not a SIGBUS crash.
+// is a FaultError (exit 2 through lateExit), not a SIGBUS crash.
 func TestExportTruncatedModel(t *testing.T) {
 	dir := t.TempDir()
 	model := filepath.Join(dir, "s.cflow")
@@ -524,10 +525,10 @@ func TestExportTruncatedModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "s.gguf")
-	err = cflowfmt.GuardFault(model, func() error { return gguf.Write(m, out, gguf.Options{}) })
-	var fe *cflowfmt.FormatError
+	err = fileio.GuardFault(model, func() error { return gguf.Write(m, out, gguf.Options{}) })
+	var fe *fileio.FaultError
 	if !errors.As(err, &fe) {
-		t.Fatalf("want a FormatError, got %v", err)
+		t.Fatalf("want a FaultError, got %v", err)
 	}
 	if code := exitCode(lateExit("export gguf", err)); code != exitUsage {
 		t.Fatalf("exit %d, want %d", code, exitUsage)

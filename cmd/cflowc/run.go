@@ -16,6 +16,7 @@ import (
 	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/engine/expertio"
 	"github.com/cflow-dev/cflow/generate"
+	"github.com/cflow-dev/cflow/internal/fileio"
 	"github.com/cflow-dev/cflow/quant"
 	"github.com/cflow-dev/cflow/tokenizer"
 	"github.com/cflow-dev/cflow/verify"
@@ -180,7 +181,7 @@ func runRun(c *cli.Context) error {
 	}
 	if tr != nil {
 		if err := writeTrace(c.String("trace-out"), tr); err != nil {
-			return cli.Exit("run: "+err.Error(), exitError)
+			return lateExit("run: --trace-out", err)
 		}
 	}
 	return nil
@@ -263,7 +264,7 @@ func runDecode(e *engine.Engine, seq *generate.Sequence, tk tokenizer.Tokenizer,
 // writeTrace writes tr to path through a sink (temp file, then rename), so
 // a failed write leaves no partial trace.
 func writeTrace(path string, tr *generate.Trace) error {
-	s, err := cflowfmt.CreateSink(path)
+	s, err := fileio.CreateSink(path)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/chat"
+	"github.com/cflow-dev/cflow/internal/fileio"
 	"github.com/cflow-dev/cflow/tokenizer"
 	"github.com/urfave/cli/v2"
 )
@@ -96,14 +97,14 @@ func runTokenize(c *cli.Context) error {
 }
 
 // readInput reads a file, or stdin for "-", bounded as every argument
-// file is (cflowfmt.MaxArgFileBytes).
+// file is (fileio.MaxArgFileBytes).
 func readInput(path string) ([]byte, error) {
 	if path != "-" {
 		return readArgFile(path)
 	}
-	b, err := io.ReadAll(io.LimitReader(os.Stdin, cflowfmt.MaxArgFileBytes+1))
-	if err == nil && len(b) > cflowfmt.MaxArgFileBytes {
-		err = fmt.Errorf("stdin: more than %d bytes", cflowfmt.MaxArgFileBytes)
+	b, err := io.ReadAll(io.LimitReader(os.Stdin, fileio.MaxArgFileBytes+1))
+	if err == nil && len(b) > fileio.MaxArgFileBytes {
+		err = fmt.Errorf("stdin: more than %d bytes", fileio.MaxArgFileBytes)
 	}
 	return b, err
 }

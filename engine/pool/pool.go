@@ -398,7 +398,7 @@ func (p *Pool) Close() {
 
 // isFault reports whether r, a value recovered from a panic, is a memory
 // fault raised under debug.SetPanicOnFault (the runtime's error for it has
-// the faulting address); the engine's cflowfmt.IsFault answers the same.
+// the faulting address); the engine's fileio.IsFault answers the same.
 // Anything else is a bug and is not caught.
 func isFault(r any) bool {
 	_, ok := r.(interface{ Addr() uintptr })

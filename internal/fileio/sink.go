@@ -1,24 +1,26 @@
-package cflowfmt
+package fileio
 
 import (
 	"bufio"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/cflow-dev/cflow/quant"
 	"golang.org/x/sys/unix"
 )
 
 // Sink is the streaming, all-or-nothing output every writer uses (.cflow,
-// .vflow, GGUF, safetensors, traces, profiles): bytes go through a buffer
-// into a temp file in the target's directory, which appears at the target
-// path only at Commit. Abort, or any failure, removes it, so a failed
-// command leaves nothing. Memory is the buffer, never the model.
+// .vflow, GGUF, safetensors, traces, profiles, SVGs): bytes go through a
+// buffer into a temp file in the target's directory, which appears at the
+// target path only at Commit. Abort, or any failure, removes it, so a
+// failed command leaves nothing. Memory is the buffer, never the model.
+//
+// The target is what Target resolves: a symlink is followed, so the link
+// stays and the file it names is replaced whole; an existing path that is
+// not a regular file (a FIFO, a device node, a socket, anything under
+// /proc or /sys) is refused before a byte is written and left untouched.
 //
 // The temp file is unnamed where the kernel allows (O_TMPFILE, linked at
 // Commit), so a process killed by any signal — SIGKILL included — leaves
@@ -26,59 +28,68 @@ import (
 // exclusive flock while it is written; CreateSink removes such files whose
 // lock is free (their writer died), so the next run to the same path
 // cleans up after a killed one without touching a live concurrent writer.
+//
+// Every error a Sink returns is an *OutputError.
 type Sink struct {
-	path string
+	name string // the path as given, for errors
+	path string // the resolved target
 	f    *os.File
 	tmp  string // the named temp file; "" while unnamed (O_TMPFILE)
 	w    *bufio.Writer
 	off  int64
 	err  error
 	done bool
-	sums LayerSums // per-layer tile checksums, when TrackSums was called
 }
-
-// TrackSums makes WriteTile fold every tile into per-layer checksums
-// (LayerSums) for a model of the given layer count; Sums returns them.
-func (s *Sink) TrackSums(layers int) { s.sums = NewLayerSums(layers) }
-
-// Sums are the checksums of the tiles written so far.
-func (s *Sink) Sums() LayerSums { return s.sums }
 
 const sinkBuffer = 1 << 20
 
-// CreateSink opens the temp file for path in path's directory. A directory
-// at path is refused here, before any byte is written.
+// CreateSink opens the temp file for path in the directory of path's
+// target (Target). A directory, a FIFO, a device or a socket at path is
+// refused here, before any byte is written.
 func CreateSink(path string) (*Sink, error) {
 	return createSink(path, true)
 }
 
 func createSink(path string, unnamed bool) (*Sink, error) {
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return nil, fmt.Errorf("output %s is an existing directory; give a file path", path)
+	target, err := Target(path)
+	if err != nil {
+		return nil, err
 	}
-	dir := filepath.Dir(path)
-	removeStaleTemps(path)
+	s := &Sink{name: path, path: target}
+	dir := filepath.Dir(target)
+	removeStaleTemps(target)
 	if _, err := os.Stat("/proc/self/fd"); err != nil {
 		unnamed = false // Commit links the unnamed file through /proc
 	}
 	if unnamed {
 		fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o600)
 		if err == nil {
-			f := os.NewFile(uintptr(fd), path)
-			return &Sink{path: path, f: f, w: bufio.NewWriterSize(f, sinkBuffer)}, nil
+			s.f = os.NewFile(uintptr(fd), target)
+			s.w = bufio.NewWriterSize(s.f, sinkBuffer)
+			return s, nil
 		}
 		// EOPNOTSUPP, EISDIR on old kernels, EINVAL: fall back to a name.
 	}
-	f, err := os.CreateTemp(dir, tempPattern(path))
+	f, err := os.CreateTemp(dir, tempPattern(target))
 	if err != nil {
-		return nil, err
+		return nil, s.wrap(err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		os.Remove(f.Name())
-		return nil, fmt.Errorf("locking %s: %w", f.Name(), err)
+		return nil, s.wrap(fmt.Errorf("locking %s: %w", f.Name(), err))
 	}
-	return &Sink{path: path, f: f, tmp: f.Name(), w: bufio.NewWriterSize(f, sinkBuffer)}, nil
+	s.f, s.tmp, s.w = f, f.Name(), bufio.NewWriterSize(f, sinkBuffer)
+	return s, nil
+}
+
+// wrap makes err an *OutputError naming the path as given.
+func (s *Sink) wrap(err error) error {
+	var oe *OutputError
+	if errors.As(err, &oe) {
+		return err
+	}
+	return &OutputError{Path: s.name, Err: err}
 }
 
 func tempPattern(path string) string { return "." + filepath.Base(path) + ".tmp*" }
@@ -127,16 +138,21 @@ func (s *Sink) Write(p []byte) (int, error) {
 	n, err := s.w.Write(p)
 	s.off += int64(n)
 	if err != nil {
-		s.err = fmt.Errorf("writing %s: %w", s.path, err)
+		s.err = s.wrap(err)
 	}
 	return n, s.err
 }
 
-var zeros [TileAlign]byte
+var zeros [4096]byte
 
-// Pad writes zero bytes up to the next multiple of TileAlign.
-func (s *Sink) Pad() error {
-	_, err := s.Write(zeros[:AlignUp(s.off)-s.off])
+// PadTo writes zero bytes up to the next multiple of align (a power of
+// two, at most 4096): the formats align every tile.
+func (s *Sink) PadTo(align int64) error {
+	if align <= 0 || align > int64(len(zeros)) || align&(align-1) != 0 {
+		s.err = s.wrap(fmt.Errorf("padding to %d bytes: want a power of two up to %d", align, len(zeros)))
+		return s.err
+	}
+	_, err := s.Write(zeros[:(align-s.off%align)%align])
 	return err
 }
 
@@ -157,53 +173,44 @@ func (s *Sink) WriteAt(p []byte, off int64) error {
 		return s.err
 	}
 	if off < 0 || off+int64(len(p)) > s.off {
-		s.err = fmt.Errorf("writing %s: back-patch of %d bytes at %d beyond written size %d", s.path, len(p), off, s.off)
+		s.err = s.wrap(fmt.Errorf("back-patch of %d bytes at %d beyond written size %d", len(p), off, s.off))
 		return s.err
 	}
 	if err := s.w.Flush(); err != nil {
-		s.err = fmt.Errorf("writing %s: %w", s.path, err)
+		s.err = s.wrap(err)
 		return s.err
 	}
 	if _, err := s.f.WriteAt(p, off); err != nil {
-		s.err = fmt.Errorf("writing %s: %w", s.path, err)
+		s.err = s.wrap(err)
 	}
 	return s.err
 }
 
-// WriteTile pads to TileAlign and writes header, scales and data, returning
-// the tile's offset. It does not validate; the format writers do.
-func (s *Sink) WriteTile(th *TileHeader, t *quant.Tile) (int64, error) {
-	if err := s.Pad(); err != nil {
-		return 0, err
-	}
-	at := s.off
-	var b [TileHeaderSize]byte
-	th.Put(b[:])
-	s.Write(b[:])
-	s.Write(t.Scales)
-	_, err := s.Write(t.Data)
-	if s.sums != nil {
-		s.sums.AddTile(int(th.Layer), b[:], t.Scales, t.Data)
-	}
-	return at, err
-}
-
 // Commit flushes, fsyncs and puts the file at the target path: an
 // unnamed temp is linked under a fresh temp name and renamed over the
-// target (link cannot replace a file), a named one is renamed.
+// target (link cannot replace a file), a named one is renamed. The target
+// is checked once more just before the rename, so a FIFO or device that
+// appeared there while the file was written is refused, not replaced.
 func (s *Sink) Commit() error {
 	if s.done {
-		return errors.New("cflowfmt: sink already closed")
+		return s.wrap(errors.New("sink already closed"))
 	}
 	if s.err == nil {
 		if err := s.w.Flush(); err != nil {
-			s.err = err
+			s.err = s.wrap(err)
 		} else if err := s.f.Chmod(0o644); err != nil {
-			s.err = err
+			s.err = s.wrap(err)
 		} else if err := s.f.Sync(); err != nil {
-			s.err = err
+			s.err = s.wrap(err)
 		} else if s.tmp == "" {
 			s.err = s.link()
+		}
+	}
+	if s.err == nil {
+		if t, err := Target(s.name); err != nil {
+			s.err = err
+		} else if t != s.path {
+			s.err = s.wrap(fmt.Errorf("now names %s, not %s as when the output was opened", t, s.path))
 		}
 	}
 	if s.err != nil {
@@ -217,7 +224,7 @@ func (s *Sink) Commit() error {
 	}
 	if err != nil {
 		os.Remove(s.tmp)
-		return fmt.Errorf("writing %s: %w", s.path, err)
+		return s.wrap(err)
 	}
 	if d, err := os.Open(filepath.Dir(s.path)); err == nil {
 		d.Sync()
@@ -237,7 +244,7 @@ func (s *Sink) link() error {
 			return nil
 		}
 		if !errors.Is(err, unix.EEXIST) || i > 100 {
-			return fmt.Errorf("writing %s: linking the temp file: %w", s.path, err)
+			return s.wrap(fmt.Errorf("linking the temp file: %w", err))
 		}
 	}
 }
@@ -250,7 +257,7 @@ func (s *Sink) Abort() {
 	}
 	s.done = true
 	if s.err == nil {
-		s.err = errors.New("cflowfmt: writer aborted")
+		s.err = s.wrap(errors.New("writer aborted"))
 	}
 	s.f.Close()
 	if s.tmp != "" {
@@ -258,20 +265,17 @@ func (s *Sink) Abort() {
 	}
 }
 
-// NormTiles splits a norm vector into the 1-row F32 tiles the formats store
-// (at most cols columns each); both writers' WriteNorm use it.
-func NormTiles(layer int, m MatrixID, v []float32, cols int) ([]TileHeader, []quant.Tile) {
-	var ths []TileHeader
-	var ts []quant.Tile
-	for c := 0; c < len(v); c += cols {
-		n := min(cols, len(v)-c)
-		data := make([]byte, 4*n)
-		for i, x := range v[c : c+n] {
-			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(x))
-		}
-		ths = append(ths, TileHeader{Layer: uint16(layer), Matrix: m, Expert: NoExpert,
-			ColOffset: uint16(c), Rows: 1, Cols: uint16(n)})
-		ts = append(ts, quant.Tile{Type: quant.F32, Rows: 1, Cols: n, Data: data})
+// WriteFileAtomic writes b to path through a Sink: the file appears whole
+// or not at all (small outputs such as a synthesized config.json or an SVG
+// get the same guarantee as models).
+func WriteFileAtomic(path string, b []byte) error {
+	s, err := CreateSink(path)
+	if err != nil {
+		return err
 	}
-	return ths, ts
+	if _, err := s.Write(b); err != nil {
+		s.Abort()
+		return err
+	}
+	return s.Commit()
 }

@@ -1,4 +1,4 @@
-package cflowfmt
+package fileio
 
 import (
 	"strings"

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package cflowfmt
+package fileio
 
 import "errors"
 

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package cflowfmt
+package fileio
 
 // Recached is what Recache measured (recache_linux.go).
 type Recached struct {

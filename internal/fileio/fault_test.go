@@ -1,4 +1,4 @@
-package cflowfmt_test
+package fileio_test
 
 import (
 	"errors"
@@ -9,11 +9,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/internal/fileio"
 )
 
 // TestGuardFaultInLocates: a read of a page that vanished when the mapped
-// file was truncated is a FormatError whose file and offset come from
+// file was truncated is a FaultError whose file and offset come from
 // locate applied to the faulting address (here: the second page of the
 // file, as the mapping's base shows), not a fatal SIGBUS; any other panic
 // is re-raised.
@@ -39,12 +39,12 @@ func TestGuardFaultInLocates(t *testing.T) {
 	base := uintptr(unsafe.Pointer(&m[0]))
 	locate := func(addr uintptr) (string, int64) { return "shard-7", int64(addr - base) }
 	var sink byte
-	err = cflowfmt.GuardFaultIn(locate, func() error { sink += m[page+100]; return nil })
-	var fe *cflowfmt.FormatError
+	err = fileio.GuardFaultIn(locate, func() error { sink += m[page+100]; return nil })
+	var fe *fileio.FaultError
 	if !errors.As(err, &fe) || fe.File != "shard-7" || fe.Offset != page+100 {
-		t.Fatalf("got %v (%+v), want a FormatError for shard-7 at offset %d", err, fe, page+100)
+		t.Fatalf("got %v (%+v), want a FaultError for shard-7 at offset %d", err, fe, page+100)
 	}
-	if err := cflowfmt.GuardFaultIn(locate, func() error { sink += m[page-1]; return nil }); err != nil {
+	if err := fileio.GuardFaultIn(locate, func() error { sink += m[page-1]; return nil }); err != nil {
 		t.Fatalf("a read inside the file faulted: %v", err)
 	}
 	defer func() {
@@ -52,6 +52,6 @@ func TestGuardFaultInLocates(t *testing.T) {
 			t.Fatalf("a non-fault panic came back as %v", r)
 		}
 	}()
-	cflowfmt.GuardFaultIn(locate, func() error { panic("a bug") })
+	fileio.GuardFaultIn(locate, func() error { panic("a bug") })
 	t.Fatal("the panic was swallowed")
 }

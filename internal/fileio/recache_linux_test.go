@@ -1,4 +1,4 @@
-package cflowfmt
+package fileio
 
 import (
 	"bytes"
@@ -88,7 +88,7 @@ func TestRecacheHugePages(t *testing.T) {
 	}
 	// MapFile asks for huge pages too: the engine's own mapping of the
 	// recached file is PMD-mapped once read.
-	b, unmap, err := MapFile(path)
+	b, _, unmap, err := MapFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
