@@ -9,6 +9,13 @@
 // never a panic. It is what import (convert, the tokenizer from a GGUF)
 // builds on.
 //
+// A GGUF's tokenizer (vocab_import.go) is translated into the
+// tokenizer.json, tokenizer_config.json and generation_config.json cflow's
+// tokenizer runs, reproducing llama.cpp's tokenizer (src/llama-vocab.cpp):
+// its pre-tokenizer regexes by tokenizer.ggml.pre name, SentencePiece as
+// score-ranked merges, token types as added tokens. llama.cpp's own test
+// vectors (models/ggml-vocab-*.gguf with .inp/.out) hold it exact.
+//
 // The writer exports a *cflowfmt.Model as GGUF v3, so llama.cpp can run
 // exactly the weights cflow runs and the two engines can be compared on one
 // model: the llama.cpp architecture of each family (arch.go), the ggml

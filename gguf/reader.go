@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"sort"
 
 	"github.com/cflow-dev/cflow/internal/fileio"
@@ -334,4 +335,17 @@ func (f *File) placeData(end int64) error {
 		}
 	}
 	return nil
+}
+
+// IsGGUF reports whether path is a GGUF file (by its magic), so a command
+// taking model files can tell one from a .cflow or .vflow.
+func IsGGUF(path string) bool {
+	fh, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer fh.Close()
+	var b [4]byte
+	_, err = io.ReadFull(fh, b[:])
+	return err == nil && string(b[:]) == Magic
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/chat"
+	"github.com/cflow-dev/cflow/gguf"
 	"github.com/cflow-dev/cflow/internal/fileio"
 	"github.com/cflow-dev/cflow/tokenizer"
 	"github.com/urfave/cli/v2"
@@ -20,8 +21,9 @@ func init() {
 	commands = append(commands, &cli.Command{
 		Name:      "tokenize",
 		Usage:     "token ids of a text (or a chat) under the model's tokenizer, or the text of ids",
-		ArgsUsage: "FILE (--text TEXT.txt | --text - | --chat MESSAGES.json) [--json] [--no-special] [--detokenize]",
-		Description: "Prints the ids space-separated (no BOS added: the tokenization cflowc ppl scores), or with\n" +
+		ArgsUsage: "FILE|FILE.gguf (--text TEXT.txt | --text - | --chat MESSAGES.json) [--json] [--no-special] [--detokenize]",
+		Description: "FILE is a .cflow/.vflow model or a GGUF (llama.cpp's format; its tokenizer.ggml.* keys and\n" +
+			"chat template, vocabulary-only files included). Prints the ids space-separated (no BOS added: the tokenization cflowc ppl scores), or with\n" +
 			"--json {\"ids\": [...], \"bos\": N} (bos −1 when the tokenizer has none). Special tokens written in\n" +
 			"the text (<|im_start|>, <start_of_turn>) are single tokens unless --no-special.\n" +
 			"--chat renders a JSON list of {\"role\", \"content\"} messages with the file's chat template and\n" +
@@ -55,22 +57,21 @@ func runTokenize(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit("tokenize: "+err.Error(), exitUsage)
 	}
-	m, err := openRunModel(c.Args().First())
+	md, vocab, err := tokenizerMetadata(c.Args().First())
 	if err != nil {
 		return cli.Exit("tokenize: "+err.Error(), exitUsage)
 	}
-	defer m.Close()
-	tk, err := tokenizer.FromMetadata(m.Meta, int(m.Header.VocabSize))
+	tk, err := tokenizer.FromMetadata(md, vocab)
 	if err != nil {
 		return cli.Exit("tokenize: "+err.Error(), exitUsage)
 	}
 	out := tokenizeOutput{BOS: tk.BOS(), IDs: []int{}}
 	if c.Bool("detokenize") {
-		return printDetokenized(c, tk, input, int(m.Header.VocabSize))
+		return printDetokenized(c, tk, input, vocab)
 	}
 	text := string(input)
 	if c.IsSet("chat") {
-		if text, err = renderChatInput(m.Meta, input); err != nil {
+		if text, err = renderChatInput(md, input); err != nil {
 			return err
 		}
 		out.Text = &text
@@ -94,6 +95,26 @@ func runTokenize(c *cli.Context) error {
 	}
 	fmt.Println(b.String())
 	return nil
+}
+
+// tokenizerMetadata is the tokenizer metadata and vocabulary size of a
+// model file: a .cflow/.vflow's own, or a GGUF's tokenizer.ggml.* keys as
+// gguf translates them (vocabulary-only GGUFs included).
+func tokenizerMetadata(path string) (*cflowfmt.Metadata, int, error) {
+	if gguf.IsGGUF(path) {
+		f, err := gguf.Open(path)
+		if err != nil {
+			return nil, 0, err
+		}
+		defer f.Close()
+		return f.TokenizerMetadata()
+	}
+	m, err := openRunModel(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer m.Close()
+	return m.Meta, int(m.Header.VocabSize), nil
 }
 
 // readInput reads a file, or stdin for "-", bounded as every argument
