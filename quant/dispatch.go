@@ -130,9 +130,13 @@ func (k *Kernel) Float() *Kernel {
 }
 
 // pick resolves the function for a tile of type t on x's path. The block
-// codecs have no SIMD kernel yet: every path runs the oracle on x's floats.
+// codecs have no SIMD kernel yet: float paths run the oracle on x's
+// floats, int8 paths the pure-Go int8 kernel (blocks_int8_go.go).
 func pick(t Type, x *Vec) dotFunc {
 	if t.GGMLBlocks() {
+		if x.k.int8 {
+			return dotBlocksInt8Go
+		}
 		return dotGo
 	}
 	switch t {
