@@ -4,7 +4,7 @@ BIN     := bin/cflowc
 PY      ?= /usr/bin/python3
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: tokref llama-src build test test-unit test-noasm fuzz-short test-avx512 test-avx512-e2e vet demo bench bench-kernels golden golden-test clean
+.PHONY: tokref llama-src build test test-unit test-noasm fuzz-short serve-attack test-avx512 test-avx512-e2e vet demo bench bench-kernels golden golden-test clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/cflowc
@@ -39,6 +39,12 @@ test-unit: tokref llama-src
 
 test-noasm: tokref llama-src
 	CFLOW_REQUIRE_TOKREF=1 CFLOW_REQUIRE_LLAMA_SRC=1 $(GO) test -tags noasm ./...
+
+# The hostile-client suite against a real `cflowc serve` (scripts/serve-attack.sh,
+# CFLOW_ATTACK_SCALE, default 10; about a minute). `test` runs its short form
+# in-process (serve's TestHostileClients).
+serve-attack:
+	./scripts/serve-attack.sh
 
 fuzz-short:
 	FUZZTIME=$${FUZZTIME:-10s} ./scripts/fuzz-short.sh

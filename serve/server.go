@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -183,7 +184,8 @@ var ErrDrainAborted = errors.New("serve: drain aborted, requests in flight were 
 // outlasts Config.DrainTimeout, which closes the remaining connections and
 // returns ErrDrainAborted. The caller still closes the Server.
 func (s *Server) Serve(ctx, abort context.Context, ln net.Listener) error {
-	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: s.cfg.ReadTimeout, IdleTimeout: s.cfg.IdleTimeout}
+	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: s.cfg.ReadTimeout, IdleTimeout: s.cfg.IdleTimeout,
+		ErrorLog: log.New(s.cfg.Log, "serve: http: ", 0)}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(limitListener(ln, s.cfg.MaxConns)) }()
 	select {
