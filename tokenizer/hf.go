@@ -19,6 +19,7 @@ type HF struct {
 	pre       preTokenizer
 	byteLevel bool
 	added     *addedMatcher
+	addedNorm *addedMatcher // normalized=true added tokens (only without a normalizer), matched second
 	addedByID map[int]addedToken
 	addedText map[string]bool // added tokens' contents (ByteLevel decoding keeps them as written)
 	dec       []decodeStep
@@ -82,7 +83,15 @@ func newHF(p pipeline, v *vocab, m *merges, bos, eos int) (*HF, error) {
 	}
 	t.added = newAddedMatcher(raw)
 	if len(normed) > 0 {
-		return nil, fmt.Errorf("tokenizer: %d added tokens are normalized=true (e.g. %q), which cflow does not implement", len(normed), normed[0].Content)
+		// The tokenizers library matches normalized=true tokens in the
+		// normalized text of what the other added tokens left. Without a
+		// normalizer that text is the input itself (GPT-2's
+		// <|endoftext|>); with one, cflow does not implement it.
+		if t.norm != nil {
+			return nil, fmt.Errorf("tokenizer: %d added tokens are normalized=true (e.g. %q) and the tokenizer has a normalizer, "+
+				"which cflow does not implement for them", len(normed), normed[0].Content)
+		}
+		t.addedNorm = newAddedMatcher(normed)
 	}
 	return t, nil
 }
@@ -146,7 +155,7 @@ func (t *HF) EncodeWith(text string, o EncodeOptions) ([]int, error) {
 	if o.AddSpecial {
 		ids = append(ids, t.pipe.Prefix...)
 	}
-	for _, seg := range t.added.split(text, 0, o.SplitSpecial) {
+	for _, seg := range t.segments(text, o.SplitSpecial) {
 		if seg.id >= 0 {
 			ids = append(ids, seg.id)
 			continue
@@ -182,6 +191,25 @@ func (t *HF) EncodeWith(text string, o EncodeOptions) ([]int, error) {
 		}
 	}
 	return ids, nil
+}
+
+// segments splits text at added tokens as the tokenizers library does:
+// the normalized=false ones in the raw text first, then the
+// normalized=true ones in the text segments left between them.
+func (t *HF) segments(text string, splitSpecial bool) []segment {
+	segs := t.added.split(text, 0, splitSpecial)
+	if t.addedNorm == nil {
+		return segs
+	}
+	var out []segment
+	for _, s := range segs {
+		if s.id >= 0 {
+			out = append(out, s)
+			continue
+		}
+		out = append(out, t.addedNorm.split(s.text, s.start, splitSpecial)...)
+	}
+	return out
 }
 
 // IsSpecial reports whether id is a special added token (control tokens

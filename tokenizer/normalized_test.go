@@ -1,0 +1,96 @@
+package tokenizer
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// withNormalizedAdded returns model's tokenizer.json with every added
+// token whose content contains one of marks set normalized=true.
+func withNormalizedAdded(t *testing.T, tokJSON []byte, marks ...string) []byte {
+	t.Helper()
+	var doc map[string]any
+	if err := json.Unmarshal(tokJSON, &doc); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, a := range doc["added_tokens"].([]any) {
+		a := a.(map[string]any)
+		for _, m := range marks {
+			if strings.Contains(a["content"].(string), m) {
+				a["normalized"] = true
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatalf("no added token matched %q", marks)
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestNormalizedAddedTokensWithoutNormalizer: normalized=true changes
+// nothing in a tokenizer without a normalizer (GPT-2's <|endoftext|> is
+// marked so, and its tokenizer.json was refused): Llama 3's tokenizer
+// (normalizer null) with its special tokens marked normalized=true is
+// accepted and encodes as the reference does with the same file.
+func TestNormalizedAddedTokensWithoutNormalizer(t *testing.T) {
+	tj, cj := refFiles(t, "llama3")
+	edited := withNormalizedAdded(t, tj, "<|begin_of_text|>", "<|eot_id|>", "header_id|>", "reserved_special_token_1")
+	flat, err := Compile(edited, cj)
+	if err != nil {
+		t.Fatalf("Compile with normalized=true added tokens and no normalizer: %v", err)
+	}
+	tk, err := OpenFlat(flat, -1, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "tokenizer.json")
+	if err := os.WriteFile(path, edited, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	texts := append(specialCorpus(), "a<|reserved_special_token_1|>b<|reserved_special_token_10|>c <|eot_id|> <|eot_id|>x")
+	req, _ := json.Marshal(map[string]any{"model": "llama3", "texts": texts, "tokenizer_json": path})
+	cmd := exec.Command("node", "testdata/ref.js", refDir(t))
+	cmd.Stdin = bytes.NewReader(req)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node ref.js: %v", err)
+	}
+	var ans refAnswer
+	if err := json.Unmarshal(out, &ans); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range texts {
+		got, err := tk.Encode(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(ans.Plain[i]) {
+			t.Errorf("%q:\n got %v\nwant %v (reference)", s, got, ans.Plain[i])
+		}
+	}
+}
+
+// TestNormalizedAddedTokensWithNormalizerRefused: where a normalizer
+// would act (Llama 2's Prepend + Replace, Qwen3's NFC), normalized=true
+// is still refused by name, never matched in the wrong text.
+func TestNormalizedAddedTokensWithNormalizerRefused(t *testing.T) {
+	for model, mark := range map[string]string{"llama2": "</s>", "qwen3": "<|im_end|>"} {
+		tj, cj := refFiles(t, model)
+		_, err := Compile(withNormalizedAdded(t, tj, mark), cj)
+		if err == nil || !strings.Contains(err.Error(), "normalized=true") || !strings.Contains(err.Error(), mark) {
+			t.Errorf("%s with %s normalized=true: %v, want a refusal naming it", model, mark, err)
+		}
+	}
+}
