@@ -189,13 +189,6 @@ func vnniRowTail8(t *Tile, xs []*Vec, g0 int, ys [][]float32, from int) {
 	}
 }
 
-// q4f256x4 adds one Q4_0 tile times four float activation columns into
-// their outputs (batch_avx2_amd64.s): the avx2 kernel with each group
-// widened once for the four.
-//
-//go:noescape
-func q4f256x4(sc, data *byte, rows, groups int, xs, ys *[4]*float32)
-
 // dotQ4AVX2Batch is the avx2 path's DotBatch for Q4_0: four columns at a
 // time, the last B mod 4 through the single-column kernel.
 func dotQ4AVX2Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {
@@ -210,12 +203,6 @@ func dotQ4AVX2Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {
 	}
 }
 
-// q4f512x4 is q4f256x4 on the avx512 kernel's loop (kg masks the row's
-// scales to its groups).
-//
-//go:noescape
-func q4f512x4(sc, data *byte, rows, groups int, xs, ys *[4]*float32, kg int)
-
 // dotQ4AVX512Batch is the avx512 path's DotBatch for Q4_0, four columns at
 // a time like dotQ4AVX2Batch.
 func dotQ4AVX512Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {
@@ -229,14 +216,6 @@ func dotQ4AVX512Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {
 		dotQ4AVX512(t, xs[j], col, ys[j])
 	}
 }
-
-// q8f256x4 and q8f512x4 are the Q8_0 versions of q4f256x4 and q4f512x4.
-//
-//go:noescape
-func q8f256x4(sc, data *byte, rows, groups int, xs, ys *[4]*float32)
-
-//go:noescape
-func q8f512x4(sc, data *byte, rows, groups int, xs, ys *[4]*float32, kg int)
 
 // dotQ8AVX2Batch and dotQ8AVX512Batch are dotQ4AVX2Batch and
 // dotQ4AVX512Batch for Q8_0. (Spelled out rather than sharing a helper that

@@ -6,3 +6,4 @@ package quant
 // how to add one.
 //
 //go:generate go run -C _asm . -family avx2i8 -out ../avx2i8_amd64.s -stubs ../avx2i8_amd64.go
+//go:generate go run -C _asm . -family float -out ../float_amd64.s -stubs ../float_amd64.go

@@ -2,31 +2,15 @@
 
 package quant
 
-// Assembly entry points (kernels_*_amd64.s). Each computes y[r] += row r of
-// one tile times the activation, for r < rows; the Go wrappers below pass
-// pointers already offset to the tile's first column and the masks that
-// cut a partial tile's last block. sc points at the tile's f16 scales.
+// Assembly entry points: the hand-written kernels_*_amd64.s below, and the
+// generated families (generate.go) whose stubs are <family>_amd64.go. Each
+// computes y[r] += row r of one tile times the activation, for r < rows;
+// the Go wrappers below pass pointers already offset to the tile's first
+// column and the masks that cut a partial tile's last block. sc points at
+// the tile's f16 scales.
 //
 // The float kernels read x as f32; the vnni kernels read the Vec's int8
 // views (see Vec.quantize for the layouts).
-
-//go:noescape
-func f32f256(w *byte, rows, cols int, x, y *float32)
-
-//go:noescape
-func q4f256(sc, data *byte, rows, groups int, x, y *float32)
-
-//go:noescape
-func q8f256(sc, data *byte, rows, groups int, x, y *float32)
-
-//go:noescape
-func f32f512(w *byte, rows, cols int, x, y *float32, ktail int)
-
-//go:noescape
-func q4f512(sc, data *byte, rows, groups int, x, y *float32, kg int)
-
-//go:noescape
-func q8f512(sc, data *byte, rows, groups int, x, y *float32, kg int)
 
 //go:noescape
 func q4vnni512(sc, data *byte, rows, groups int, xl, xh *int8, c4 *int32, dx, y *float32, k0, k1, kg int)

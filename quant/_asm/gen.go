@@ -69,6 +69,26 @@ func (g *gen) text(name string, a attr.Attribute, frame int, sig string, doc ...
 // arg loads argument name into r (MOVQ name+off(FP), r).
 func (g *gen) arg(name string, r reg.Register) { g.Load(g.Param(name), r) }
 
+// param is argument name's frame slot (name+off(FP)), for instructions
+// that read it in place.
+func (g *gen) param(name string) operand.Mem {
+	b, err := g.Param(name).Resolve()
+	if err != nil {
+		panic(err)
+	}
+	return b.Addr
+}
+
+// staticFloats defines a file-static read-only table name<> of float32s.
+func (g *gen) staticFloats(name string, fs ...float32) operand.Mem {
+	t := g.StaticGlobal(name)
+	g.DataAttributes(attr.RODATA | attr.NOPTR)
+	for i, f := range fs {
+		g.AddDatum(4*i, operand.F32(f))
+	}
+	return t
+}
+
 // jmp-style helpers take label names.
 func lab(name string) operand.LabelRef { return operand.LabelRef(name) }
 

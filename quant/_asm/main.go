@@ -50,11 +50,12 @@ func main() {
 // families maps -family to the function that adds its kernels.
 var families = map[string]func(*gen){
 	"avx2i8": avx2i8Family,
+	"float":  floatFamily,
 }
 
 func familyNames() string {
 	s := ""
-	for _, n := range []string{"avx2i8"} {
+	for _, n := range []string{"avx2i8", "float"} {
 		if s != "" {
 			s += ", "
 		}
