@@ -63,6 +63,21 @@ type Options struct {
 // others tensor_allows_quantization lists) are F32. An error names a
 // tensor whose choice cflow cannot store or whose layer cannot be read.
 func Choose(r Recipe, m Model, tensors []Tensor, opt Options) ([]quant.Type, error) {
+	gs, err := chooseGGML(r, m, tensors, opt)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]quant.Type, len(tensors))
+	for i, g := range gs {
+		if out[i], err = g.cflow(tensors[i].Name); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// chooseGGML is Choose in ggml's types, before the mapping onto cflow's.
+func chooseGGML(r Recipe, m Model, tensors []Tensor, opt Options) ([]ggmlType, error) {
 	if int(r) >= len(recipeNames) {
 		return nil, fmt.Errorf("unknown recipe %d", r)
 	}
@@ -89,21 +104,16 @@ func Choose(r Recipe, m Model, tensors []Tensor, opt Options) ([]quant.Type, err
 		}
 		return strings.Compare(tensors[a].Name, tensors[b].Name)
 	})
-	out := make([]quant.Type, len(tensors))
+	out := make([]ggmlType, len(tensors))
 	for _, i := range order {
 		t := tensors[i]
-		g := tF32
+		out[i] = tF32
 		if allowsQuantization(t) {
 			var err error
-			if g, err = st.getType(t); err != nil {
+			if out[i], err = st.getType(t); err != nil {
 				return nil, err
 			}
 		}
-		q, err := g.cflow(t.Name)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = q
 	}
 	return out, nil
 }
