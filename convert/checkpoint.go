@@ -5,22 +5,12 @@ import (
 )
 
 // checkpoint is the conversion's working view of a source: the source's
-// tensors (which a family's prepare step may rename or split), the config
-// decoded from its document, and which tensors have been handed out, so
-// that strict.go can refuse any left unconsumed.
+// tensors (which a family's prepare step may rename or split) and which of
+// them have been handed out, so that strict.go can refuse any left
+// unconsumed.
 type checkpoint struct {
 	*source
-	cfg     cfgMap
 	claimed map[string]bool // tensors get has handed out (strict.go)
-}
-
-// newCheckpoint decodes the source's config document.
-func newCheckpoint(src *source) (*checkpoint, error) {
-	cfg, err := parseConfig(src.config.file, src.config.json)
-	if err != nil {
-		return nil, err
-	}
-	return &checkpoint{source: src, cfg: cfg}, nil
 }
 
 // get returns a tensor by name, refusing missing and unusable ones with an

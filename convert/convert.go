@@ -94,10 +94,7 @@ func Convert(ctx context.Context, input, output string, opt Options) (*Result, e
 		return nil, err
 	}
 	defer src.close()
-	c, err := newCheckpoint(src)
-	if err != nil {
-		return nil, err
-	}
+	c := &checkpoint{source: src}
 	if opt.Tokenizer != "" {
 		if c.tokenizer, err = tokenizer.ReadFile(opt.Tokenizer); err != nil {
 			return nil, fmt.Errorf("--tokenizer: %w", err)

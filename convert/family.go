@@ -10,10 +10,10 @@ import (
 
 // family is what one model family fixes for conversion: how the runtime
 // combines its streams, which weights must exist, the tensor names (data,
-// naming.go) and a configure step that decodes the family's own config
-// keys into header flags and metadata — refusing, by key and value, what
-// the runtime does not implement. Each family lives in its own
-// family_<name>.go and registers itself; adding one touches no switch.
+// naming.go) and its typed config (familyConfig, config_base.go), which
+// maps the family's keys onto header flags and metadata — refusing, by key
+// and value, what the runtime does not implement. Each family lives in its
+// own family_<name>.go and registers itself; adding one touches no switch.
 type family struct {
 	name        string   // general.architecture, the --model name
 	aliases     []string // lower-case short names, HF model_type values and class names
@@ -23,20 +23,17 @@ type family struct {
 	needExperts bool // MoE is part of the semantics
 	noDense     bool // the MoE replaces the dense FFN
 	defaultEps  float64
-	names       naming
-	// hf marks a Hugging Face family: the pipeline-native keys
-	// (combine_style, delays, …) mean nothing to it.
-	hf bool
-	// prepare reshapes the checkpoint before anything reads it (a nested
-	// text config lifted, a name prefix stripped, fused 3-D tensors split
+	names       naming // hfNames when not set
+	// newConfig returns the family's config struct holding its own
+	// defaults, for the decoding step to fill (decodeFamily).
+	newConfig func() familyConfig
+	// textConfig: the family reads a multimodal config's text_config, with
+	// the top-level keys that describe the whole checkpoint.
+	textConfig bool
+	// prepare reshapes the checkpoint's tensors before anything reads them
+	// (a name prefix stripped, towers left out, fused 3-D tensors split
 	// into per-expert views); nil for none.
 	prepare func(c *checkpoint) error
-	// geometry adjusts the generic sizes read from config.json (expert
-	// widths under family-specific keys, the window); nil keeps them.
-	geometry func(cfg cfgMap, g *geom) error
-	// configure fills the family's flags, metadata and layer vectors once
-	// the header geometry is known.
-	configure func(s *modelSpec, c *checkpoint) error
 }
 
 // families is filled by the family files' init functions and never
@@ -46,6 +43,9 @@ var families []*family
 func register(f *family) {
 	if f.defaultEps == 0 {
 		f.defaultEps = 1e-6
+	}
+	if f.names.layer == nil {
+		f.names = hfNames
 	}
 	families = append(families, f)
 }
@@ -93,42 +93,47 @@ func lookupFamily(name string) (*family, bool) {
 	return nil, false
 }
 
-// detectFamily reads the architecture from config.json: the pipeline-native
+// configIdentity are the keys that say which family a config describes,
+// decoded before the family's own struct can be chosen.
+type configIdentity struct {
+	Architecture  string       `json:"architecture"` // pipeline-native
+	Architectures []string     `json:"architectures"`
+	ModelType     string       `json:"model_type"`
+	CombineStyle  combineValue `json:"combine_style"` // pipeline-native
+	ExpertDelay   *int         `json:"expert_delay"`  // pipeline-native
+}
+
+// detectFamily reads the architecture from the config: the pipeline-native
 // "architecture" key, else HF "architectures", else "model_type", else the
 // pipeline-native combine_style.
-func detectFamily(c cfgMap) (*family, error) {
-	if a := c.str("architecture"); a != "" {
+func detectFamily(file string, id configIdentity) (*family, error) {
+	if a := id.Architecture; a != "" {
 		if f, ok := lookupFamily(a); ok {
 			return f, nil
 		}
-		return nil, fmt.Errorf("%s: unknown architecture %q (known: %s)", c.file, a, strings.Join(Architectures(), ", "))
+		return nil, fmt.Errorf("%s: unknown architecture %q (known: %s)", file, a, strings.Join(Architectures(), ", "))
 	}
-	archs, err := c.strings("architectures")
-	if err != nil {
-		return nil, err
-	}
-	for _, a := range archs {
+	for _, a := range id.Architectures {
 		if f, ok := lookupFamily(a); ok {
 			return f, nil
 		}
 	}
-	mt := strings.ToLower(c.str("model_type"))
-	if f, ok := lookupFamily(mt); ok {
+	if f, ok := lookupFamily(strings.ToLower(id.ModelType)); ok {
 		return f, nil
 	}
-	if f, err := detectNative(c); f != nil || err != nil {
-		return f, err
+	if f := detectNative(id); f != nil {
+		return f, nil
 	}
 	return nil, fmt.Errorf("%s: unknown architecture (architectures %v, model_type %q); pass --model with one of %s",
-		c.file, archs, c.str("model_type"), strings.Join(Architectures(), ", "))
+		file, id.Architectures, id.ModelType, strings.Join(Architectures(), ", "))
 }
 
 // pickFamily detects the family and applies --model: forcing names the
 // architecture when the config names none cflow knows, and is refused
 // when the config names a different one (a silent override would convert
 // one family's weights under another's equations).
-func pickFamily(cfg cfgMap, force string) (*family, error) {
-	detected, detErr := detectFamily(cfg)
+func pickFamily(file string, id configIdentity, force string) (*family, error) {
+	detected, detErr := detectFamily(file, id)
 	if force == "" {
 		return detected, detErr
 	}
@@ -137,30 +142,7 @@ func pickFamily(cfg cfgMap, force string) (*family, error) {
 		return nil, fmt.Errorf("--model %q: unknown architecture (known: %s)", force, strings.Join(Architectures(), ", "))
 	}
 	if detected != nil && detected != f {
-		return nil, fmt.Errorf("--model %s contradicts %s, which describes architecture %s; drop --model or fix the config", f.name, cfg.file, detected.name)
+		return nil, fmt.Errorf("--model %s contradicts %s, which describes architecture %s; drop --model or fix the config", f.name, file, detected.name)
 	}
 	return f, nil
-}
-
-// configCombine reads "combine_style" as a name or an integer.
-func configCombine(c cfgMap) (cflowfmt.CombineStyle, bool, error) {
-	if !c.present("combine_style") {
-		return 0, false, nil
-	}
-	if s := c.str("combine_style"); s != "" {
-		for i := 0; cflowfmt.CombineStyle(i).Valid(); i++ {
-			if strings.EqualFold(cflowfmt.CombineStyle(i).String(), s) {
-				return cflowfmt.CombineStyle(i), true, nil
-			}
-		}
-		return 0, false, fmt.Errorf("%s: unknown combine_style %q", c.file, s)
-	}
-	n, err := c.int("combine_style", 0)
-	if err != nil {
-		return 0, false, err
-	}
-	if !cflowfmt.CombineStyle(n).Valid() {
-		return 0, false, fmt.Errorf("%s: unknown combine_style %d", c.file, n)
-	}
-	return cflowfmt.CombineStyle(n), true, nil
 }

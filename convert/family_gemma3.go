@@ -1,7 +1,6 @@
 package convert
 
 import (
-	"encoding/json"
 	"math"
 	"strings"
 
@@ -24,8 +23,8 @@ import (
 //     rope_scaling;
 //   - GeLU-tanh gate, tied embeddings, optional final soft-cap.
 func init() {
-	register(hfFamily(&family{name: "gemma3_text", aliases: []string{"gemma3forcausallm", "gemma3"}, combine: cflowfmt.PreNorm,
-		names: gemma3Names, geometry: windowGeometry}, func() hfConfig { return &gemma3Config{} }))
+	register(&family{name: "gemma3_text", aliases: []string{"gemma3forcausallm", "gemma3"}, combine: cflowfmt.PreNorm,
+		names: gemma3Names, newConfig: func() familyConfig { return &gemma3Config{} }})
 }
 
 var gemma3Names = hfNames.with(
@@ -36,6 +35,7 @@ var gemma3Names = hfNames.with(
 	})
 
 type gemma3Config struct {
+	baseConfig
 	HiddenActivation      string             `json:"hidden_activation"`
 	HiddenAct             string             `json:"hidden_act"`
 	QueryPreAttnScalar    *float64           `json:"query_pre_attn_scalar"`
@@ -44,14 +44,21 @@ type gemma3Config struct {
 	LayerTypes            []string           `json:"layer_types"`
 	RopeLocalBaseFreq     *float64           `json:"rope_local_base_freq"`
 	RopeScaling           *ropeScalingConfig `json:"rope_scaling"`
-	RopeParameters        json.RawMessage    `json:"rope_parameters"`
+	RopeParameters        ropeParameters     `json:"rope_parameters"`
 	AttnLogitSoftcapping  *float64           `json:"attn_logit_softcapping"`
 	FinalLogitSoftcapping *float64           `json:"final_logit_softcapping"`
 	AttentionBias         bool               `json:"attention_bias"`
 	Bidirectional         bool               `json:"use_bidirectional_attention"`
 	TorchDtype            string             `json:"torch_dtype"`
 	Dtype                 string             `json:"dtype"`
-	RopeTheta             *float64           `json:"rope_theta"`
+	FullRopeTheta         *float64           `json:"rope_theta"` // the full layers' θ; default 1e6
+}
+
+// geometry: dense, one head dim, the window as read (layerKinds settles
+// it).
+func (c *gemma3Config) geometry(_ *family, g *geom) error {
+	g.E, g.topK, g.Fe, g.ghd = 0, 0, 0, g.hd
+	return nil
 }
 
 func (c *gemma3Config) apply(s *modelSpec, ck *checkpoint) error {
@@ -131,8 +138,8 @@ func (c *gemma3Config) apply(s *modelSpec, ck *checkpoint) error {
 		return err
 	}
 	theta := 1e6 // Gemma3TextConfig's default
-	if c.RopeTheta != nil {
-		theta = *c.RopeTheta
+	if c.FullRopeTheta != nil {
+		theta = *c.FullRopeTheta
 	}
 	local := 10000.0
 	if c.RopeLocalBaseFreq != nil {
@@ -202,12 +209,12 @@ func (c *gemma3Config) layerKinds(s *modelSpec) error {
 // layers' rope_theta is rope_local_base_freq and must be unscaled; the full
 // layers' gives rope_theta and rope_scaling.
 func (c *gemma3Config) ropeParameters(s *modelSpec) error {
-	if len(c.RopeParameters) == 0 || string(c.RopeParameters) == "null" {
+	if !c.RopeParameters.set {
 		return nil
 	}
-	var byKind map[string]*ropeScalingConfig
-	if err := json.Unmarshal(c.RopeParameters, &byKind); err != nil || byKind["full_attention"] == nil || byKind["sliding_attention"] == nil {
-		return refuse(s, "rope_parameters", string(c.RopeParameters), "want sliding_attention and full_attention objects")
+	byKind := c.RopeParameters.byKind
+	if byKind["full_attention"] == nil || byKind["sliding_attention"] == nil {
+		return refuse(s, "rope_parameters", c.RopeParameters.raw, "want sliding_attention and full_attention objects")
 	}
 	for kind, r := range byKind {
 		switch {
@@ -221,7 +228,7 @@ func (c *gemma3Config) ropeParameters(s *modelSpec) error {
 		return refuse(s, "rope_parameters.sliding_attention.rope_type", k, "sliding layers rotate unscaled")
 	}
 	c.RopeLocalBaseFreq = byKind["sliding_attention"].RopeTheta
-	c.RopeTheta = byKind["full_attention"].RopeTheta
+	c.FullRopeTheta = byKind["full_attention"].RopeTheta
 	full := *byKind["full_attention"]
 	full.RopeTheta = nil
 	c.RopeScaling = &full

@@ -9,5 +9,5 @@ import "github.com/cflow-dev/cflow/cflowfmt"
 // and is not this family: its model_type is not an alias here.
 func init() {
 	register(&family{name: "gemma4", combine: cflowfmt.ParallelSqrt2, names: nativeNames,
-		configure: func(s *modelSpec, c *checkpoint) error { return nativeFeatures(s, c, 1e6, 0.25, true) }})
+		newConfig: func() familyConfig { return newNativeConfig(1e6, 0.25, true) }})
 }

@@ -31,9 +31,9 @@ import (
 //     rows) and experts.down_proj [E, d, fe], split per expert here;
 //   - the last layer is full attention whatever layer_types says.
 func init() {
-	register(hfFamily(&family{name: "gemma4_text", aliases: []string{"gemma4forcausallm", "gemma4forconditionalgeneration"},
-		combine: cflowfmt.PreNorm, names: gemma4Names, prepare: gemma4Prepare, geometry: gemma4Geometry},
-		func() hfConfig { return &gemma4Config{} }))
+	register(&family{name: "gemma4_text", aliases: []string{"gemma4forcausallm", "gemma4forconditionalgeneration"},
+		combine: cflowfmt.PreNorm, names: gemma4Names, textConfig: true, prepare: gemma4Prepare,
+		newConfig: func() familyConfig { return &gemma4Config{} }})
 }
 
 var gemma4Names = hfNames.with(
@@ -60,31 +60,11 @@ var gemma4Names = hfNames.with(
 // gemma4Towers are the multimodal checkpoint's non-text parts, skipped.
 var gemma4Towers = []string{"model.vision_tower.", "model.audio_tower.", "model.embed_vision.", "model.embed_audio.", "model.multi_modal_projector."}
 
-// gemma4Prepare presents a multimodal checkpoint as the text decoder (the
-// text_config keys at the top, model.language_model.* as model.*, the
-// towers left out with a note) and splits the fused expert banks into
-// per-expert views.
+// gemma4Prepare presents a multimodal checkpoint's tensors as the text
+// decoder's (model.language_model.* as model.*, the towers left out with a
+// note; the family reads text_config, textConfig) and splits the fused
+// expert banks into per-expert views.
 func gemma4Prepare(c *checkpoint) error {
-	if tc, ok := c.cfg.m["text_config"]; ok && tc != nil {
-		m, isObj := tc.(map[string]any)
-		if !isObj {
-			return fmt.Errorf("%s: text_config is %v, want an object", c.cfg.file, tc)
-		}
-		for _, k := range []string{"tie_word_embeddings", "dtype", "torch_dtype"} {
-			if v, has := c.cfg.m[k]; has {
-				if _, own := m[k]; !own {
-					m[k] = v
-				}
-			}
-		}
-		raw, err := json.Marshal(m)
-		if err != nil {
-			return err
-		}
-		if c.cfg, err = parseConfig(c.cfg.file+" text_config", raw); err != nil {
-			return err
-		}
-	}
 	const lm = "model.language_model."
 	skipped := 0
 	names := make([]string, 0, len(c.tensors))
@@ -159,33 +139,17 @@ func splitExperts(c *checkpoint) error {
 	return nil
 }
 
-func gemma4Geometry(cfg cfgMap, g *geom) error {
-	var err error
-	geti := cfg.intsInto(&err)
-	g.topK = geti("top_k_experts", 0)
-	g.Fe = geti("moe_intermediate_size", 0)
-	g.window = geti("sliding_window", 512)
-	if g.ghd == 0 {
-		g.ghd = g.hd
-	}
-	moe, berr := cfg.boolean("enable_moe_block", false)
-	if err == nil {
-		err = berr
-	}
-	if !moe {
-		g.E, g.topK, g.Fe = 0, 0, 0
-	}
-	return err
-}
-
 type gemma4Config struct {
+	baseConfig
+	TopKExperts           int             `json:"top_k_experts"`
+	MoeIntermediateSize   int             `json:"moe_intermediate_size"`
+	SlidingWindow         *int            `json:"sliding_window"` // default 512
 	HiddenActivation      string          `json:"hidden_activation"`
 	AttentionKEqV         bool            `json:"attention_k_eq_v"`
 	NumGlobalKVHeads      *int            `json:"num_global_key_value_heads"`
-	NumKVHeads            int             `json:"num_key_value_heads"`
 	EnableMoE             bool            `json:"enable_moe_block"`
 	LayerTypes            []string        `json:"layer_types"`
-	RopeParameters        json.RawMessage `json:"rope_parameters"`
+	RopeParameters        ropeParameters  `json:"rope_parameters"`
 	FinalLogitSoftcapping *float64        `json:"final_logit_softcapping"`
 	PerLayerInput         *int            `json:"hidden_size_per_layer_input"`
 	KVSharedLayers        int             `json:"num_kv_shared_layers"`
@@ -195,6 +159,23 @@ type gemma4Config struct {
 	Dtype                 string          `json:"dtype"`
 	TorchDtype            string          `json:"torch_dtype"`
 	PerLayerConfig        json.RawMessage `json:"per_layer_config"`
+}
+
+// geometry: the experts (with enable_moe_block) under Gemma 4's own keys,
+// the window's default, the full layers' head dim (head_dim when
+// global_head_dim is absent).
+func (c *gemma4Config) geometry(_ *family, g *geom) error {
+	g.topK, g.Fe, g.window = c.TopKExperts, c.MoeIntermediateSize, 512
+	if c.SlidingWindow != nil {
+		g.window = *c.SlidingWindow
+	}
+	if g.ghd == 0 {
+		g.ghd = g.hd
+	}
+	if !c.EnableMoE {
+		g.E, g.topK, g.Fe = 0, 0, 0
+	}
+	return nil
 }
 
 func (c *gemma4Config) apply(s *modelSpec, ck *checkpoint) error {
@@ -345,24 +326,18 @@ func (c *gemma4Config) layerKinds(s *modelSpec) error {
 // rope reads rope_parameters per layer kind (defaults: sliding θ 1e4;
 // full proportional, factor 0.25, θ 1e6).
 func (c *gemma4Config) rope(s *modelSpec) error {
-	type params struct {
-		RopeType string   `json:"rope_type"`
-		Theta    *float64 `json:"rope_theta"`
-		Partial  *float64 `json:"partial_rotary_factor"`
-		Factor   *float64 `json:"factor"`
-	}
-	byKind := map[string]*params{}
-	if len(c.RopeParameters) > 0 && string(c.RopeParameters) != "null" {
-		if err := json.Unmarshal(c.RopeParameters, &byKind); err != nil {
-			return refuse(s, "rope_parameters", string(c.RopeParameters), "want sliding_attention and full_attention objects")
+	byKind := map[string]*ropeScalingConfig{}
+	if rp := c.RopeParameters; rp.set {
+		if byKind = rp.byKind; byKind == nil {
+			return refuse(s, "rope_parameters", rp.raw, "want sliding_attention and full_attention objects")
 		}
 	}
 	sl, fu := byKind["sliding_attention"], byKind["full_attention"]
 	if sl == nil {
-		sl = &params{RopeType: "default"}
+		sl = &ropeScalingConfig{RopeType: "default"}
 	}
 	if fu == nil {
-		fu = &params{RopeType: "proportional"}
+		fu = &ropeScalingConfig{RopeType: "proportional"}
 	}
 	for k := range byKind {
 		if k != "sliding_attention" && k != "full_attention" {
@@ -373,16 +348,16 @@ func (c *gemma4Config) rope(s *modelSpec) error {
 		return refuse(s, "rope_parameters.sliding_attention.rope_type", sl.RopeType, "implemented: default")
 	}
 	thetaS, thetaF, partial := 1e4, 1e6, 0.25
-	if sl.Theta != nil {
-		thetaS = *sl.Theta
+	if sl.RopeTheta != nil {
+		thetaS = *sl.RopeTheta
 	}
-	if fu.Theta != nil {
-		thetaF = *fu.Theta
+	if fu.RopeTheta != nil {
+		thetaF = *fu.RopeTheta
 	}
 	switch fu.RopeType {
 	case "proportional":
-		if fu.Partial != nil {
-			partial = *fu.Partial
+		if fu.PartialRotaryFactor != nil {
+			partial = *fu.PartialRotaryFactor
 		}
 	case "default", "":
 		if s.h.GlobalHeadDim != 0 && s.h.GlobalHeadDim != s.h.HeadDim {

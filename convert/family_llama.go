@@ -1,28 +1,32 @@
 package convert
 
-import (
-	"encoding/json"
-
-	"github.com/cflow-dev/cflow/cflowfmt"
-)
+import "github.com/cflow-dev/cflow/cflowfmt"
 
 // llama: LlamaForCausalLM (Llama 2, Llama 3.x, TinyLlama, SmolLM, llama2.c
 // checkpoints), the base the other dense HF families embed
 // (transformers models/llama/modeling_llama.py).
 func init() {
-	register(hfFamily(&family{name: "llama", aliases: []string{"llamaforcausallm", "llama2c", "stories"},
-		combine: cflowfmt.PreNorm, defaultEps: 1e-6, geometry: hfGeometry}, func() hfConfig { return &llamaConfig{} }))
+	register(&family{name: "llama", aliases: []string{"llamaforcausallm", "llama2c", "stories"},
+		combine: cflowfmt.PreNorm, defaultEps: 1e-6, newConfig: func() familyConfig { return &llamaConfig{} }})
 }
 
-// llamaConfig is the part of LlamaConfig that changes the computation
-// beyond the geometry every family shares (spec.go, readGeometry).
+// llamaConfig is LlamaConfig: the geometry every family shares
+// (baseConfig) and what else changes the computation.
 type llamaConfig struct {
+	baseConfig
 	HiddenAct      string             `json:"hidden_act"`
 	AttentionBias  bool               `json:"attention_bias"`
 	MLPBias        bool               `json:"mlp_bias"`
 	RopeScaling    *ropeScalingConfig `json:"rope_scaling"`
-	RopeParameters json.RawMessage    `json:"rope_parameters"`
+	RopeParameters ropeParameters     `json:"rope_parameters"`
 	PartialRotary  *float64           `json:"partial_rotary_factor"`
+}
+
+// geometry: a dense HF family has no experts, no second head dim, and no
+// window unless a variant sets one.
+func (c *llamaConfig) geometry(_ *family, g *geom) error {
+	g.E, g.topK, g.Fe, g.ghd, g.window = 0, 0, 0, g.hd, 0
+	return nil
 }
 
 func (c *llamaConfig) apply(s *modelSpec, ck *checkpoint) error {
@@ -55,10 +59,10 @@ func (c *llamaConfig) apply(s *modelSpec, ck *checkpoint) error {
 // also carries rope_theta), onto the metadata.
 func (c *llamaConfig) applyRope(s *modelSpec) error {
 	key, r := "rope_scaling", c.RopeScaling
-	if len(c.RopeParameters) > 0 && string(c.RopeParameters) != "null" {
-		key, r = "rope_parameters", &ropeScalingConfig{}
-		if err := json.Unmarshal(c.RopeParameters, r); err != nil {
-			return refuse(s, key, string(c.RopeParameters), "want one object with rope_type and rope_theta")
+	if rp := c.RopeParameters; rp.set {
+		key, r = "rope_parameters", rp.flat
+		if r == nil {
+			return refuse(s, key, rp.raw, "want one object with rope_type and rope_theta")
 		}
 		if r.RopeTheta != nil {
 			if !(*r.RopeTheta > 0) {

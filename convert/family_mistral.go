@@ -5,8 +5,8 @@ import "github.com/cflow-dev/cflow/cflowfmt"
 // mistral: MistralForCausalLM, Llama with a sliding window on every layer
 // when sliding_window is set (transformers models/mistral).
 func init() {
-	register(hfFamily(&family{name: "mistral", aliases: []string{"mistralforcausallm"}, combine: cflowfmt.PreNorm,
-		geometry: windowGeometry}, func() hfConfig { return &mistralConfig{} }))
+	register(&family{name: "mistral", aliases: []string{"mistralforcausallm"}, combine: cflowfmt.PreNorm,
+		newConfig: func() familyConfig { return &mistralConfig{} }})
 }
 
 type mistralConfig struct {
@@ -14,12 +14,12 @@ type mistralConfig struct {
 	SlidingWindow *int `json:"sliding_window"`
 }
 
-// windowGeometry keeps sliding_window as the window of every layer.
-func windowGeometry(cfg cfgMap, g *geom) error {
+// geometry keeps sliding_window as the window of every layer.
+func (c *mistralConfig) geometry(p *family, g *geom) error {
 	w := g.window
-	hfGeometry(cfg, g)
+	err := c.llamaConfig.geometry(p, g)
 	g.window = w
-	return nil
+	return err
 }
 
 func (c *mistralConfig) apply(s *modelSpec, ck *checkpoint) error {

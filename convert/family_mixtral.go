@@ -8,9 +8,9 @@ import "github.com/cflow-dev/cflow/cflowfmt"
 // the k selected logits, the runtime's default weighting. Its
 // intermediate_size is the expert width (transformers models/mixtral).
 func init() {
-	register(hfFamily(&family{name: "mixtral", aliases: []string{"mixtralforcausallm"}, combine: cflowfmt.PreNorm,
-		needExperts: true, noDense: true, defaultEps: 1e-5, names: mixtralNames, geometry: mixtralGeometry},
-		func() hfConfig { return &mixtralConfig{} }))
+	register(&family{name: "mixtral", aliases: []string{"mixtralforcausallm"}, combine: cflowfmt.PreNorm,
+		needExperts: true, noDense: true, defaultEps: 1e-5, names: mixtralNames,
+		newConfig: func() familyConfig { return &mixtralConfig{} }})
 }
 
 var mixtralNames = hfNames.with(
@@ -21,14 +21,16 @@ var mixtralNames = hfNames.with(
 		cflowfmt.MatExpertDown: "model.layers.%d.block_sparse_moe.experts.%d.w2.weight",
 	}, nil)
 
-func mixtralGeometry(cfg cfgMap, g *geom) error {
-	if fe, _ := cfg.int("expert_intermediate_size", 0); fe == 0 {
+type mixtralConfig struct {
+	mistralConfig
+}
+
+// geometry: the experts' width is intermediate_size unless the config
+// names expert_intermediate_size; the window stays as read.
+func (c *mixtralConfig) geometry(_ *family, g *geom) error {
+	if c.ExpertIntermediateSize == 0 {
 		g.Fe = g.F
 	}
 	g.ghd = g.hd
 	return nil
-}
-
-type mixtralConfig struct {
-	mistralConfig
 }

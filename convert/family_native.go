@@ -35,27 +35,22 @@ func init() {
 		{name: "arch4_async_experts", aliases: []string{"arch4"}, combine: cflowfmt.AsyncExperts, expertDelay: 2, needExperts: true},
 	} {
 		f.names = nativeNames
-		f.configure = nativeConfigure
+		f.newConfig = func() familyConfig { return newNativeConfig(1e6, 1, false) }
 		register(f)
 	}
 }
 
 // detectNative picks a pipeline-native architecture from combine_style
 // when the config names none.
-func detectNative(c cfgMap) (*family, error) {
-	cs, ok, err := configCombine(c)
-	if err != nil || !ok {
-		return nil, err
-	}
-	ed, err := c.int("expert_delay", -1)
-	if err != nil {
-		return nil, err
+func detectNative(id configIdentity) *family {
+	if !id.CombineStyle.set {
+		return nil
 	}
 	name := ""
-	switch cs {
+	switch id.CombineStyle.style {
 	case cflowfmt.DelayedSum:
 		name = "arch2_4_combined"
-		if ed == 0 {
+		if id.ExpertDelay != nil && *id.ExpertDelay == 0 {
 			name = "arch2_4_sync"
 		}
 	case cflowfmt.AsyncExperts:
@@ -63,116 +58,118 @@ func detectNative(c cfgMap) (*family, error) {
 	case cflowfmt.ParallelSqrt2:
 		name = "gemma4"
 	default:
-		return nil, nil
+		return nil
 	}
 	f, _ := lookupFamily(name)
-	return f, nil
+	return f
 }
 
-// nativeDelays reads the delays and checks combine_style against the
-// family's.
-func nativeDelays(cfg cfgMap, p *family) (dd, ed int, err error) {
-	if cs, ok, err := configCombine(cfg); err != nil {
-		return 0, 0, err
-	} else if ok && cs != p.combine {
-		return 0, 0, fmt.Errorf("%s: combine_style %s contradicts architecture %s (%s)", cfg.file, cs, p.name, p.combine)
-	}
-	if dd, err = cfg.int("dense_delay", p.denseDelay); err != nil {
-		return 0, 0, err
-	}
-	if ed, err = cfg.int("expert_delay", p.expertDelay); err != nil {
-		return 0, 0, err
-	}
-	return dd, ed, nil
+// nativeConfig is a pipeline-native config.json: the combine style and
+// delays may be stated, and the feature keys (all optional): embedding
+// scale, V-norm, GeLU, final soft-cap, layer kinds with their global θ,
+// head dim and partial RoPE, K = V, and arch1's merge interval.
+type nativeConfig struct {
+	baseConfig
+	CombineStyle      combineValue `json:"combine_style"`
+	DenseDelay        *int         `json:"dense_delay"`
+	ExpertDelay       *int         `json:"expert_delay"`
+	UseEmbeddingScale bool         `json:"use_embedding_scale"`
+	UseVNorm          bool         `json:"use_v_norm"`
+	HiddenAct         string       `json:"hidden_act"`
+	HiddenActivation  string       `json:"hidden_activation"`
+	FinalLogitSoftcap float64      `json:"final_logit_softcapping"`
+	RopeThetaGlobal   *float64     `json:"rope_theta_global"`
+	PartialRotary     *float64     `json:"partial_rotary_factor"`
+	MergeInterval     int          `json:"merge_interval"`
+	LayerTypes        []string     `json:"layer_types"`
+	AttentionKEqV     *bool        `json:"attention_k_eq_v"`
+
+	// The family's defaults of the global θ and the partial-rotary
+	// factor, and whether they are written when the config omits them.
+	thetaGlobal, partial float64
+	always               bool
 }
 
-// nativeConfigure reads the feature keys a pipeline-native config may carry
-// (all optional): embedding scale, V-norm, GeLU, final soft-cap, layer
-// kinds with their global θ, head dim and partial RoPE, K = V, and arch1's
-// merge interval.
-func nativeConfigure(s *modelSpec, c *checkpoint) error {
-	return nativeFeatures(s, c, 1e6, 1, false)
+func newNativeConfig(thetaGlobal, partial float64, always bool) *nativeConfig {
+	return &nativeConfig{MergeInterval: 3, thetaGlobal: thetaGlobal, partial: partial, always: always}
 }
 
-// nativeFeatures is nativeConfigure with the defaults of the global θ and
-// the partial-rotary factor, and whether they are always written.
-func nativeFeatures(s *modelSpec, c *checkpoint, thetaGlobal, partial float64, always bool) error {
-	cfg, h, md := c.cfg, &s.h, s.md
-	var err error
-	flag := func(key string, bit uint8) {
-		if err != nil {
-			return
-		}
-		var on bool
-		if on, err = cfg.boolean(key, false); on {
-			h.FeatureFlags |= bit
-		}
+// geometry takes the delays from the config (the family's when absent) and
+// checks combine_style against the family's.
+func (c *nativeConfig) geometry(p *family, g *geom) error {
+	if cs := c.CombineStyle; cs.set && cs.style != p.combine {
+		return fmt.Errorf("%s: combine_style %s contradicts architecture %s (%s)", c.file, cs.style, p.name, p.combine)
 	}
-	flag("use_embedding_scale", cflowfmt.FlagEmbedScale)
-	flag("use_v_norm", cflowfmt.FlagVNorm)
-	if err != nil {
-		return err
+	if c.DenseDelay != nil {
+		g.dd = *c.DenseDelay
 	}
-	switch act := strings.ToLower(cfg.str("hidden_act") + cfg.str("hidden_activation")); act {
+	if c.ExpertDelay != nil {
+		g.ed = *c.ExpertDelay
+	}
+	return nil
+}
+
+func (c *nativeConfig) apply(s *modelSpec, _ *checkpoint) error {
+	h, md := &s.h, s.md
+	if c.UseEmbeddingScale {
+		h.FeatureFlags |= cflowfmt.FlagEmbedScale
+	}
+	if c.UseVNorm {
+		h.FeatureFlags |= cflowfmt.FlagVNorm
+	}
+	switch act := strings.ToLower(c.HiddenAct + c.HiddenActivation); act {
 	case "", "silu", "swish":
 	case "gelu_pytorch_tanh", "gelu_tanh":
 		h.FeatureFlags |= cflowfmt.FlagGELU
 	default:
-		return fmt.Errorf("%s: hidden_act %q is not implemented (silu or gelu_pytorch_tanh)", cfg.file, act)
+		return fmt.Errorf("%s: hidden_act %q is not implemented (silu or gelu_pytorch_tanh)", c.file, act)
 	}
-	sc, err := cfg.float("final_logit_softcapping", 0)
-	if err != nil {
-		return err
+	h.FinalLogitSoftcap = float32(c.FinalLogitSoftcap)
+	tg, writeTG := c.thetaGlobal, c.always
+	if c.RopeThetaGlobal != nil {
+		tg, writeTG = *c.RopeThetaGlobal, true
 	}
-	h.FinalLogitSoftcap = float32(sc)
-	fl := func(key, cfgKey string, def float64) float64 {
-		if err != nil || !(always || cfg.present(cfgKey)) {
-			return def
-		}
-		var v float64
-		v, err = cfg.float(cfgKey, def)
-		md.SetF32(key, float32(v))
-		return v
+	if writeTG {
+		md.SetF32(cflowfmt.KeyRopeThetaGlobal, float32(tg))
 	}
-	if tg := fl(cflowfmt.KeyRopeThetaGlobal, "rope_theta_global", thetaGlobal); err == nil && !(tg > 0) {
-		return fmt.Errorf("%s: rope_theta_global = %v, want > 0", cfg.file, tg)
+	if !(tg > 0) {
+		return fmt.Errorf("%s: rope_theta_global = %v, want > 0", c.file, tg)
 	}
-	if pf := fl(cflowfmt.KeyRopePartial, "partial_rotary_factor", partial); err == nil && !(pf > 0 && pf <= 1) {
-		return fmt.Errorf("%s: partial_rotary_factor = %v, want a value in (0, 1]", cfg.file, pf)
+	pf, writePF := c.partial, c.always
+	if c.PartialRotary != nil {
+		pf, writePF = *c.PartialRotary, true
 	}
-	if err != nil {
-		return err
+	if writePF {
+		md.SetF32(cflowfmt.KeyRopePartial, float32(pf))
+	}
+	if !(pf > 0 && pf <= 1) {
+		return fmt.Errorf("%s: partial_rotary_factor = %v, want a value in (0, 1]", c.file, pf)
 	}
 	if s.p.combine.MergesStreams() {
-		mi, err := cfg.int("merge_interval", 3)
-		if err != nil {
-			return err
-		}
+		mi := c.MergeInterval
 		if mi == 0 || mi > int(h.NumLayers) {
-			return fmt.Errorf("%s: merge_interval %d must be in 1..%d", cfg.file, mi, h.NumLayers)
+			return fmt.Errorf("%s: merge_interval %d must be in 1..%d", c.file, mi, h.NumLayers)
 		}
 		md.SetU32(cflowfmt.KeyMergeInterval, uint32(mi))
 	}
-	if err := readLayerTypes(s, cfg); err != nil {
+	if err := c.layerKinds(s); err != nil {
 		return err
 	}
-	if s.kEqV, err = cfg.boolean("attention_k_eq_v", false); err != nil {
-		return err
-	}
-	if cfg.present("attention_k_eq_v") {
+	if c.AttentionKEqV != nil {
+		s.kEqV = *c.AttentionKEqV
 		md.SetU32(cflowfmt.KeyKEqV, b2u(s.kEqV))
 	}
 	return nil
 }
 
-// readLayerTypes stores config "layer_types" as attn.layer_kinds.
-func readLayerTypes(s *modelSpec, cfg cfgMap) error {
-	lt, err := cfg.strings("layer_types")
-	if err != nil || lt == nil {
-		return err
+// layerKinds stores config "layer_types" as attn.layer_kinds.
+func (c *nativeConfig) layerKinds(s *modelSpec) error {
+	lt := c.LayerTypes
+	if lt == nil {
+		return nil
 	}
 	if len(lt) != int(s.h.NumLayers) {
-		return fmt.Errorf("%s: layer_types has %d entries for %d layers", cfg.file, len(lt), s.h.NumLayers)
+		return fmt.Errorf("%s: layer_types has %d entries for %d layers", c.file, len(lt), s.h.NumLayers)
 	}
 	kinds := make([]byte, len(lt))
 	for i, k := range lt {
@@ -182,7 +179,7 @@ func readLayerTypes(s *modelSpec, cfg cfgMap) error {
 		case "sliding_attention":
 			kinds[i] = cflowfmt.LayerSliding
 		default:
-			return fmt.Errorf("%s: layer_types[%d] = %q, want full_attention or sliding_attention", cfg.file, i, k)
+			return fmt.Errorf("%s: layer_types[%d] = %q, want full_attention or sliding_attention", c.file, i, k)
 		}
 	}
 	s.setLayerKinds(kinds)

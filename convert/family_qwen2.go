@@ -5,8 +5,8 @@ import "github.com/cflow-dev/cflow/cflowfmt"
 // qwen2: Qwen2ForCausalLM (Qwen2, Qwen2.5): Llama with biases on q, k and
 // v (not o) (transformers models/qwen2).
 func init() {
-	register(hfFamily(&family{name: "qwen2", aliases: []string{"qwen2forcausallm"}, combine: cflowfmt.PreNorm,
-		geometry: hfGeometry}, func() hfConfig { return &qwen2Config{} }))
+	register(&family{name: "qwen2", aliases: []string{"qwen2forcausallm"}, combine: cflowfmt.PreNorm,
+		newConfig: func() familyConfig { return &qwen2Config{} }})
 }
 
 type qwen2Config struct {

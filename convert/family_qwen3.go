@@ -6,8 +6,8 @@ import "github.com/cflow-dev/cflow/cflowfmt"
 // k (q_norm, k_norm over head_dim) before RoPE, and an explicit head_dim
 // that need not be hidden_size / heads (transformers models/qwen3).
 func init() {
-	register(hfFamily(&family{name: "qwen3", aliases: []string{"qwen3forcausallm"}, combine: cflowfmt.PreNorm,
-		geometry: hfGeometry}, func() hfConfig { return &qwen3Config{} }))
+	register(&family{name: "qwen3", aliases: []string{"qwen3forcausallm"}, combine: cflowfmt.PreNorm,
+		newConfig: func() familyConfig { return &qwen3Config{} }})
 }
 
 type qwen3Config struct {

@@ -11,9 +11,9 @@ import (
 // softmax over all experts, top-k, renormalised over the k when
 // norm_topk_prob (transformers models/qwen3_moe).
 func init() {
-	register(hfFamily(&family{name: "qwen3_moe", aliases: []string{"qwen3moeforcausallm", "qwen3moe"}, combine: cflowfmt.PreNorm,
-		needExperts: true, noDense: true, names: qwen3MoeNames, geometry: qwen3MoeGeometry},
-		func() hfConfig { return &qwen3MoeConfig{} }))
+	register(&family{name: "qwen3_moe", aliases: []string{"qwen3moeforcausallm", "qwen3moe"}, combine: cflowfmt.PreNorm,
+		needExperts: true, noDense: true, names: qwen3MoeNames,
+		newConfig: func() familyConfig { return &qwen3MoeConfig{} }})
 }
 
 var qwen3MoeNames = hfNames.with(
@@ -24,33 +24,6 @@ var qwen3MoeNames = hfNames.with(
 		cflowfmt.MatExpertDown: "model.layers.%d.mlp.experts.%d.down_proj.weight",
 	}, nil)
 
-// qwen3MoeGeometry: the expert width is moe_intermediate_size;
-// intermediate_size is the MLP of mlp_only_layers, which are refused.
-// Dense layers among the MoE ones are refused here, before the weights are
-// looked for, so the message names the key rather than a missing router.
-func qwen3MoeGeometry(cfg cfgMap, g *geom) error {
-	fe, err := cfg.int("moe_intermediate_size", 0)
-	if err != nil {
-		return err
-	}
-	step, err := cfg.int("decoder_sparse_step", 1)
-	if err != nil {
-		return err
-	}
-	only, err := cfg.ints("mlp_only_layers")
-	if err != nil {
-		return err
-	}
-	switch {
-	case step != 1:
-		return fmt.Errorf("%s: decoder_sparse_step = %d is not implemented for qwen3_moe (dense layers among MoE layers; every published Qwen3-MoE has 1); refusing rather than computing something else", cfg.file, step)
-	case len(only) > 0:
-		return fmt.Errorf("%s: mlp_only_layers = %v is not implemented for qwen3_moe (dense layers among MoE layers; every published Qwen3-MoE has []); refusing rather than computing something else", cfg.file, only)
-	}
-	g.Fe, g.ghd, g.window = fe, g.hd, 0
-	return nil
-}
-
 type qwen3MoeConfig struct {
 	qwen3Config
 	NormTopKProb        bool  `json:"norm_topk_prob"`
@@ -60,6 +33,21 @@ type qwen3MoeConfig struct {
 	MoeIntermediateSize int   `json:"moe_intermediate_size"`
 }
 
+// geometry: the expert width is moe_intermediate_size;
+// intermediate_size is the MLP of mlp_only_layers, which are refused.
+// Dense layers among the MoE ones are refused here, before the weights are
+// looked for, so the message names the key rather than a missing router.
+func (c *qwen3MoeConfig) geometry(_ *family, g *geom) error {
+	switch {
+	case c.DecoderSparseStep != nil && *c.DecoderSparseStep != 1:
+		return fmt.Errorf("%s: decoder_sparse_step = %d is not implemented for qwen3_moe (dense layers among MoE layers; every published Qwen3-MoE has 1); refusing rather than computing something else", c.file, *c.DecoderSparseStep)
+	case len(c.MLPOnlyLayers) > 0:
+		return fmt.Errorf("%s: mlp_only_layers = %v is not implemented for qwen3_moe (dense layers among MoE layers; every published Qwen3-MoE has []); refusing rather than computing something else", c.file, c.MLPOnlyLayers)
+	}
+	g.Fe, g.ghd, g.window = c.MoeIntermediateSize, g.hd, 0
+	return nil
+}
+
 func (c *qwen3MoeConfig) apply(s *modelSpec, ck *checkpoint) error {
 	if err := c.qwen3Config.apply(s, ck); err != nil {
 		return err
@@ -67,10 +55,6 @@ func (c *qwen3MoeConfig) apply(s *modelSpec, ck *checkpoint) error {
 	switch {
 	case c.MoeIntermediateSize == 0:
 		return refuse(s, "moe_intermediate_size", c.MoeIntermediateSize, "the experts need a width")
-	case c.DecoderSparseStep != nil && *c.DecoderSparseStep != 1:
-		return refuse(s, "decoder_sparse_step", *c.DecoderSparseStep, "only every layer a MoE layer")
-	case len(c.MLPOnlyLayers) > 0:
-		return refuse(s, "mlp_only_layers", c.MLPOnlyLayers, "only every layer a MoE layer")
 	case c.SharedExpertWidth > 0:
 		return refuse(s, "shared_expert_intermediate_size", c.SharedExpertWidth, "no shared expert")
 	}

@@ -1,7 +1,6 @@
 package convert
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -10,39 +9,6 @@ import (
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/x448/float16"
 )
-
-// hfConfig is a Hugging Face family's typed config.json. apply maps the
-// family's facts onto the spec and refuses, by key and value, every
-// computation-changing setting the runtime does not implement. Variants
-// embed their base's struct and call its apply first (ollama's habit).
-type hfConfig interface {
-	apply(s *modelSpec, c *checkpoint) error
-}
-
-// hfFamily completes a Hugging Face family: its typed config is decoded
-// from config.json and applied after the header geometry is known.
-func hfFamily(f *family, newConfig func() hfConfig) *family {
-	f.hf = true
-	if f.names.layer == nil {
-		f.names = hfNames
-	}
-	f.configure = func(s *modelSpec, c *checkpoint) error {
-		cfg := newConfig()
-		dec := json.NewDecoder(bytes.NewReader(c.cfg.raw))
-		if err := dec.Decode(cfg); err != nil {
-			return fmt.Errorf("%s: %v", c.cfg.file, err)
-		}
-		return cfg.apply(s, c)
-	}
-	return f
-}
-
-// hfGeometry is the geometry hook of the dense HF families: no experts, no
-// second head dim, and no window unless the family sets one.
-func hfGeometry(cfg cfgMap, g *geom) error {
-	g.E, g.topK, g.Fe, g.ghd, g.window = 0, 0, 0, g.hd, 0
-	return nil
-}
 
 // refuse is the error for a computation-changing key the runtime does not
 // implement.
@@ -111,7 +77,8 @@ type ropeScalingConfig struct {
 	LowFreqFactor                 *float64 `json:"low_freq_factor"`
 	HighFreqFactor                *float64 `json:"high_freq_factor"`
 	OriginalMaxPositionEmbeddings *float64 `json:"original_max_position_embeddings"`
-	RopeTheta                     *float64 `json:"rope_theta"` // rope_parameters only
+	RopeTheta                     *float64 `json:"rope_theta"`            // rope_parameters only
+	PartialRotaryFactor           *float64 `json:"partial_rotary_factor"` // Gemma 4's rope_parameters only
 }
 
 func (r *ropeScalingConfig) kind() string {

@@ -305,7 +305,7 @@ func (ly *layouter) resolve(l int, id cflowfmt.MatrixID, expert int) (*mat, erro
 		if r == 1 {
 			what = fmt.Sprintf("[%d]", c)
 		}
-		return nil, fmt.Errorf("%s: tensor %s: shape %v, but %s implies %s", t.file, name, t.shape, ly.c.cfg.file, what)
+		return nil, fmt.Errorf("%s: tensor %s: shape %v, but %s implies %s", t.file, name, t.shape, ly.s.cfgFile, what)
 	}
 	m := &mat{id: id, layer: l, expert: expert, t: t}
 	if expert < 0 {

@@ -34,57 +34,14 @@ const (
 	tileCols = quant.MaxTileCols
 )
 
-// geom is the header geometry as config.json states it, before the format
-// checks.
-type geom struct {
-	d, L, H, Hkv, V, F, E, topK, Fe, seq, hd, ghd, window int
-}
-
-// readGeometry reads the sizes every family names the same way.
-func readGeometry(cfg cfgMap) (geom, error) {
-	var g geom
-	var err error
-	geti := cfg.intsInto(&err)
-	g.d = geti("hidden_size", 0)
-	g.L = geti("num_hidden_layers", 0)
-	g.H = geti("num_attention_heads", 0)
-	g.Hkv = geti("num_key_value_heads", g.H)
-	g.V = geti("vocab_size", 0)
-	g.F = geti("intermediate_size", 0)
-	g.E = geti("num_experts", 0)
-	if g.E == 0 {
-		g.E = geti("num_local_experts", 0)
-	}
-	g.topK = geti("num_experts_per_tok", 0)
-	g.Fe = geti("expert_intermediate_size", 0)
-	g.seq = geti("max_position_embeddings", 2048)
-	if g.H > 0 {
-		g.hd = geti("head_dim", g.d/g.H)
-	}
-	g.ghd = geti("global_head_dim", 0)
-	g.window = geti("sliding_window", 0)
-	if err != nil {
-		return g, err
-	}
-	for _, k := range []struct {
-		key string
-		v   int
-	}{{"hidden_size", g.d}, {"num_hidden_layers", g.L}, {"num_attention_heads", g.H}, {"vocab_size", g.V}} {
-		if k.v == 0 {
-			return g, fmt.Errorf("%s: missing or zero %q", cfg.file, k.key)
-		}
-	}
-	if g.E > 0 && g.Fe == 0 {
-		g.Fe = g.F
-	}
-	return g, nil
-}
-
-// buildSpec maps config.json (and, for contradiction checks, the tensors
-// present) onto a header. force is the --model name, "" to detect.
+// buildSpec maps the source's config (and, for contradiction checks, the
+// tensors present) onto a header and metadata: the decoding step picks the
+// family and decodes its typed config once (decodeFamily), the family
+// reshapes the tensors it names (prepare), and its config settles the
+// geometry and then the family's own facts (apply). force is the --model
+// name, "" to detect.
 func buildSpec(c *checkpoint, force string, q quant.Type) (*modelSpec, error) {
-	cfg := c.cfg
-	p, err := pickFamily(cfg, force)
+	p, fc, err := decodeFamily(c.config, force)
 	if err != nil {
 		return nil, err
 	}
@@ -92,95 +49,107 @@ func buildSpec(c *checkpoint, force string, q quant.Type) (*modelSpec, error) {
 		if err := p.prepare(c); err != nil {
 			return nil, err
 		}
-		cfg = c.cfg
 	}
-	s := &modelSpec{p: p, md: cflowfmt.NewMetadata(), blockIters: 1, cfgFile: cfg.file}
-	h := &s.h
-	g, err := readGeometry(cfg)
+	b := fc.base()
+	s := &modelSpec{p: p, md: cflowfmt.NewMetadata(), blockIters: 1, cfgFile: b.file}
+	g, err := b.sizes()
 	if err != nil {
 		return nil, err
 	}
-	if p.geometry != nil {
-		if err := p.geometry(cfg, &g); err != nil {
-			return nil, err
-		}
-	}
-	if err := checkLayerCount(c, g.L); err != nil {
+	g.dd, g.ed = p.denseDelay, p.expertDelay
+	if err := fc.geometry(p, &g); err != nil {
 		return nil, err
 	}
-	// Contradictions between the family and the checkpoint.
+	if err := checkLayerCount(c, b.file, g.L); err != nil {
+		return nil, err
+	}
+	if err := checkWeights(c, p, b.file, &g); err != nil {
+		return nil, err
+	}
+	if g.E == 0 {
+		g.ed = 0
+	}
+	s.h = header(p, g, q)
+	if err := s.checkWidths(g); err != nil {
+		return nil, err
+	}
+	if err := s.commonMeta(c, b); err != nil {
+		return nil, err
+	}
+	if err := fc.apply(s, c); err != nil {
+		return nil, err
+	}
+	return s, s.finish()
+}
+
+// checkWeights refuses contradictions between the family, the geometry and
+// the tensors present: experts the family needs or the config names, a
+// dense FFN the family needs. A family without one clears its width.
+func checkWeights(c *checkpoint, p *family, file string, g *geom) error {
 	nm := p.names
 	routerName := nm.name(0, cflowfmt.MatRouter, -1)
 	if p.needExperts && (g.E == 0 || !c.has(routerName)) {
-		what := "num_experts is 0 or absent in " + cfg.file
+		what := "num_experts is 0 or absent in " + file
 		if g.E > 0 {
 			what = "it has no tensor " + routerName
 		}
-		return nil, fmt.Errorf("%s: architecture %s needs experts, but the checkpoint has none: %s", c.path, p.name, what)
+		return fmt.Errorf("%s: architecture %s needs experts, but the checkpoint has none: %s", c.path, p.name, what)
 	}
 	if g.E > 0 && !c.has(routerName) {
-		return nil, fmt.Errorf("%s: config says %d experts but tensor %s is missing", c.path, g.E, routerName)
+		return fmt.Errorf("%s: config says %d experts but tensor %s is missing", c.path, g.E, routerName)
 	}
 	if g.E > 0 && (g.topK == 0 || g.topK > g.E) {
-		return nil, fmt.Errorf("%s: num_experts_per_tok %d must be in 1..%d", cfg.file, g.topK, g.E)
+		return fmt.Errorf("%s: num_experts_per_tok %d must be in 1..%d", file, g.topK, g.E)
 	}
 	if p.noDense {
 		g.F = 0
-	} else {
-		gate := nm.name(0, cflowfmt.MatGate, -1)
-		if g.F == 0 || !c.has(gate) {
-			return nil, fmt.Errorf("%s: architecture %s needs a dense FFN, but the checkpoint has none (intermediate_size %d, tensor %s present: %v)",
-				c.path, p.name, g.F, gate, c.has(gate))
-		}
+		return nil
 	}
-	dd, ed := p.denseDelay, p.expertDelay
-	if !p.hf {
-		if dd, ed, err = nativeDelays(cfg, p); err != nil {
-			return nil, err
-		}
+	gate := nm.name(0, cflowfmt.MatGate, -1)
+	if g.F == 0 || !c.has(gate) {
+		return fmt.Errorf("%s: architecture %s needs a dense FFN, but the checkpoint has none (intermediate_size %d, tensor %s present: %v)",
+			c.path, p.name, g.F, gate, c.has(gate))
 	}
-	if g.E == 0 {
-		ed = 0
-	}
-	*h = cflowfmt.Header{
+	return nil
+}
+
+// header is the geometry as the file's header.
+func header(p *family, g geom, q quant.Type) cflowfmt.Header {
+	h := cflowfmt.Header{
 		Version: cflowfmt.Version, HiddenSize: uint32(g.d), IntermediateSize: uint32(g.F),
 		VocabSize: uint32(g.V), NumLayers: uint32(g.L), MaxSeqLen: uint32(g.seq),
 		NumHeads: uint16(g.H), NumKVHeads: uint16(g.Hkv), HeadDim: uint16(g.hd),
 		NumExperts: uint16(g.E), TopK: uint16(g.topK), ExpertIntermediateSize: uint32(g.Fe),
 		TileRows: tileRows, TileCols: tileCols, SlidingWindow: uint32(g.window),
-		QuantType: q, DenseDelay: uint8(dd), ExpertDelay: uint8(ed), CombineStyle: p.combine,
+		QuantType: q, DenseDelay: uint8(g.dd), ExpertDelay: uint8(g.ed), CombineStyle: p.combine,
 	}
 	if g.ghd != g.hd {
 		h.GlobalHeadDim = uint16(g.ghd)
 	}
-	if err := s.checkWidths(cfg.file, g.d, g.L, g.H, g.Hkv, g.hd, g.ghd, g.E, dd, ed); err != nil {
-		return nil, err
-	}
-	if err := s.commonMeta(c); err != nil {
-		return nil, err
-	}
-	if p.configure != nil {
-		if err := p.configure(s, c); err != nil {
-			return nil, err
-		}
-	}
+	return h
+}
+
+// finish records the features the family used, validates the header and
+// builds the execution plan the layout follows.
+func (s *modelSpec) finish() error {
+	h := &s.h
 	if len(s.features) > 0 {
 		sort.Strings(s.features)
 		h.FeatureFlags |= cflowfmt.FlagFeatures
 		s.md.SetString(cflowfmt.KeyFeatures, strings.Join(s.features, ","))
 	}
 	if err := h.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: the header this config maps to is invalid: %v", cfg.file, err)
+		return fmt.Errorf("%s: the header this config maps to is invalid: %v", s.cfgFile, err)
 	}
 	if err := h.CheckWidths(); err != nil {
-		return nil, fmt.Errorf("%s: %v", cfg.file, err)
+		return fmt.Errorf("%s: %v", s.cfgFile, err)
 	}
 	steps, err := plan.Build(plan.FromHeader(h, s.blockIters))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", cfg.file, err)
+		return fmt.Errorf("%s: %v", s.cfgFile, err)
 	}
 	s.steps = plan.Layout(steps)
-	return s, nil
+	return nil
 }
 
 // feature records that the file uses a cflowfmt.Feat* feature.
@@ -195,8 +164,9 @@ func (s *modelSpec) feature(f string) {
 
 // checkWidths refuses geometry whose numbers do not fit the format's
 // fields, before any byte is written.
-func (s *modelSpec) checkWidths(file string, d, L, H, Hkv, hd, ghd, E, dd, ed int) error {
-	h := &s.h
+func (s *modelSpec) checkWidths(g geom) error {
+	h, file := &s.h, s.cfgFile
+	d, L, H, Hkv, hd, ghd, E, dd, ed := g.d, g.L, g.H, g.Hkv, g.hd, g.ghd, g.E, g.dd, g.ed
 	maxIn := max(d, H*max(hd, ghd), int(h.IntermediateSize), int(h.ExpertIntermediateSize))
 	switch {
 	case maxIn > cflowfmt.MaxInputWidth:
@@ -219,11 +189,11 @@ func (s *modelSpec) checkWidths(file string, d, L, H, Hkv, hd, ghd, E, dd, ed in
 
 // commonMeta fills what every family states the same way: name, norm ε and
 // RoPE base (both range-checked), tied embeddings, special ids, tokenizer.
-func (s *modelSpec) commonMeta(c *checkpoint) error {
-	cfg, h, md, p := c.cfg, &s.h, s.md, s.p
-	tied, err := cfg.boolean("tie_word_embeddings", !c.has(p.names.name(0, cflowfmt.MatLMHead, -1)))
-	if err != nil {
-		return err
+func (s *modelSpec) commonMeta(c *checkpoint, b *baseConfig) error {
+	h, md, p := &s.h, s.md, s.p
+	tied := !c.has(p.names.name(0, cflowfmt.MatLMHead, -1))
+	if b.TieWordEmbeddings != nil {
+		tied = *b.TieWordEmbeddings
 	}
 	if tied {
 		h.FeatureFlags |= cflowfmt.FlagTiedEmbed
@@ -232,7 +202,7 @@ func (s *modelSpec) commonMeta(c *checkpoint) error {
 	// general.name: the hub id (org/model) when the config names one,
 	// never a filesystem path, which says where the converter ran, not
 	// what the model is.
-	name := cfg.str("_name_or_path")
+	name := b.NameOrPath
 	if name == "" || strings.HasPrefix(name, "/") || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "~") || strings.Count(name, "/") > 1 {
 		if name == "" {
 			name = c.path
@@ -240,39 +210,35 @@ func (s *modelSpec) commonMeta(c *checkpoint) error {
 		name = filepath.Base(strings.TrimRight(filepath.Clean(name), "/"))
 	}
 	md.SetString(cflowfmt.KeyName, name)
-	eps, err := cfg.float("rms_norm_eps", p.defaultEps)
-	if err != nil {
-		return err
+	eps := p.defaultEps
+	if b.RMSNormEps != nil {
+		eps = *b.RMSNormEps
 	}
 	// ε is added to a mean of squares: ≤ 0 divides by zero on a zero row,
 	// and anything near the activations' scale flattens every norm.
 	if !(eps > 0 && eps <= 0.01) {
-		return fmt.Errorf("%s: rms_norm_eps = %v, want 0 < ε ≤ 0.01", cfg.file, eps)
+		return fmt.Errorf("%s: rms_norm_eps = %v, want 0 < ε ≤ 0.01", b.file, eps)
 	}
 	md.SetF32(cflowfmt.KeyRMSEps, float32(eps))
-	theta, err := cfg.float("rope_theta", 10000)
-	if err != nil {
-		return err
-	}
+	theta := b.RopeTheta
 	if !(theta > 0) || math.IsInf(theta, 0) {
-		return fmt.Errorf("%s: rope_theta = %v, want a finite value > 0", cfg.file, theta)
+		return fmt.Errorf("%s: rope_theta = %v, want a finite value > 0", b.file, theta)
 	}
 	md.SetF32(cflowfmt.KeyRopeTheta, float32(theta))
-	for _, id := range []struct{ key, cfgKey string }{{cflowfmt.KeyBOS, "bos_token_id"}, {cflowfmt.KeyEOS, "eos_token_id"}} {
-		v, ok, err := cfg.num(id.cfgKey)
-		if err != nil {
-			return err
-		}
-		if ok && v >= 0 && v <= math.MaxUint32 {
-			md.SetU32(id.key, uint32(v))
+	for _, id := range []struct {
+		key string
+		v   tokenID
+	}{{cflowfmt.KeyBOS, b.BOS}, {cflowfmt.KeyEOS, b.EOS}} {
+		if id.v.set {
+			md.SetU32(id.key, id.v.id)
 		}
 	}
 	// Tokenizer: tokenizer.json compiled to the flat form (with
 	// tokenizer_config.json's BOS/EOS, chat template and stop ids) when
-	// the directory has one or --tokenizer names one; a
-	// byte-level marker in config.json; otherwise none (the runtime then
-	// takes token ids, not text).
-	tk := strings.ToLower(cfg.str("tokenizer") + cfg.str("tokenizer_type") + cfg.str("tokenizer_class"))
+	// the source has one or --tokenizer names one; a byte-level marker in
+	// the config; otherwise none (the runtime then takes token ids, not
+	// text).
+	tk := strings.ToLower(b.Tokenizer + b.TokenizerType + b.TokenizerClass)
 	switch {
 	case c.tokenizer != nil:
 		if err := tokenizer.WriteMetadata(md, c.tokenizer, int(h.VocabSize)); err != nil {

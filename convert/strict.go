@@ -12,7 +12,7 @@ import (
 
 // checkLayerCount refuses a num_hidden_layers smaller than the layers the
 // checkpoint holds: the rest would be dropped without a word.
-func checkLayerCount(c *checkpoint, L int) error {
+func checkLayerCount(c *checkpoint, file string, L int) error {
 	top, name := -1, ""
 	for n := range c.tensors {
 		rest, ok := strings.CutPrefix(n, "model.layers.")
@@ -28,7 +28,7 @@ func checkLayerCount(c *checkpoint, L int) error {
 		}
 	}
 	if top >= L {
-		return fmt.Errorf("%s: num_hidden_layers = %d, but the checkpoint has layer %d (tensor %s); converting would drop layers", c.cfg.file, L, top, name)
+		return fmt.Errorf("%s: num_hidden_layers = %d, but the checkpoint has layer %d (tensor %s); converting would drop layers", file, L, top, name)
 	}
 	return nil
 }
