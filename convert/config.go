@@ -192,6 +192,9 @@ type tokenID struct {
 }
 
 func (t *tokenID) decodeCfg(c cfgMap, key string) error {
+	if l, isList := c.m[key].([]any); isList && len(l) > 0 {
+		c = cfgMap{file: c.file, m: map[string]any{key: l[0]}} // the first is the canonical one
+	}
 	v, ok, err := c.num(key)
 	if err != nil {
 		return err
@@ -269,13 +272,6 @@ func (c cfgMap) num(key string) (float64, bool, error) {
 			return 0, false, fmt.Errorf("%s: %q: %v", c.file, key, err)
 		}
 		return f, true, nil
-	case []any: // eos_token_id may be a list; the first is the canonical one
-		if len(x) > 0 {
-			if n, ok := x[0].(json.Number); ok {
-				f, err := n.Float64()
-				return f, err == nil, err
-			}
-		}
 	}
 	return 0, false, fmt.Errorf("%s: %q is %v, want a number", c.file, key, v)
 }

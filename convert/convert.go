@@ -9,11 +9,10 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/cflow-dev/cflow/internal/fileio"
-	"github.com/cflow-dev/cflow/tokenizer"
-
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/internal/fileio"
 	"github.com/cflow-dev/cflow/quant"
+	"github.com/cflow-dev/cflow/tokenizer"
 	"github.com/cflow-dev/cflow/vflowfmt"
 )
 
@@ -94,9 +93,12 @@ func Convert(ctx context.Context, input, output string, opt Options) (*Result, e
 		return nil, err
 	}
 	defer src.close()
-	c := &checkpoint{source: src}
+	p, fc, err := decodeFamily(src.config, opt.Model)
+	if err != nil {
+		return nil, err
+	}
 	if opt.Tokenizer != "" {
-		if c.tokenizer, err = tokenizer.ReadFile(opt.Tokenizer); err != nil {
+		if src.tokenizer, err = tokenizer.ReadFile(opt.Tokenizer); err != nil {
 			return nil, fmt.Errorf("--tokenizer: %w", err)
 		}
 	}
@@ -104,8 +106,9 @@ func Convert(ctx context.Context, input, output string, opt Options) (*Result, e
 	// goroutine that reads them guards its reads (GuardFaultIn), so an
 	// input truncated under the conversion is a FormatError naming the file
 	// and offset (exit 2), and the output is aborted as for any error.
+	c := &checkpoint{source: src}
 	var s *modelSpec
-	err = fileio.GuardFaultIn(c.locate, func() (err error) { s, err = buildSpec(c, opt.Model, opt.Quant); return err })
+	err = fileio.GuardFaultIn(c.locate, func() (err error) { s, err = buildSpec(c, p, fc, opt.Quant); return err })
 	if err != nil {
 		return nil, err
 	}

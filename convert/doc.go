@@ -2,16 +2,19 @@
 // directories and llama2.c legacy .bin files) into .cflow and .vflow files
 // whose tiles sit in the order the runtime reads them.
 //
-// The pipeline is: open the input as a source (source.go: tensors under
-// Hugging Face names over file mappings, a config.json document, the
-// tokenizer files; one source_<kind>.go per input kind), map the config onto a
-// GlobalHeader and metadata through the model's family (family.go, one
-// family_<name>.go per family, hf.go, spec.go), decide which
-// NUMA node owns which rows and columns of every matrix (numa.go),
-// enumerate tiles in execution-plan order (layout.go), then quantize on
-// every core while one goroutine writes the tiles in order (emit.go,
-// encode.go). The format writers stage into a temporary file renamed only
-// by a clean Close, so a failed conversion leaves nothing behind.
+// The pipeline runs one way: open the input as a source (source.go:
+// tensors under Hugging Face names over file mappings, a config.json
+// document, the tokenizer files; one source_<kind>.go per input kind);
+// decode the document once into the family's typed config (config.go: the
+// identity keys pick the family, family.go, whose struct is then filled;
+// config_base.go); let the family reshape its tensors and map its config
+// onto a GlobalHeader and metadata (family_<name>.go, hf.go, spec.go);
+// decide which NUMA node owns which rows and columns of every matrix
+// (numa.go); enumerate tiles in execution-plan order (layout.go); then
+// quantize on every core while one goroutine writes the tiles in order
+// (emit.go, encode.go). The format writers stage into a temporary file
+// renamed only by a clean Close, so a failed conversion leaves nothing
+// behind.
 //
 // Decisions the spec leaves open, settled here:
 //

@@ -2,7 +2,6 @@ package convert
 
 import (
 	"fmt"
-	"github.com/cflow-dev/cflow/tokenizer"
 	"math"
 	"path/filepath"
 	"sort"
@@ -11,6 +10,7 @@ import (
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/engine/plan"
 	"github.com/cflow-dev/cflow/quant"
+	"github.com/cflow-dev/cflow/tokenizer"
 )
 
 // modelSpec is a checkpoint mapped onto the file format: the header, the
@@ -34,17 +34,11 @@ const (
 	tileCols = quant.MaxTileCols
 )
 
-// buildSpec maps the source's config (and, for contradiction checks, the
-// tensors present) onto a header and metadata: the decoding step picks the
-// family and decodes its typed config once (decodeFamily), the family
-// reshapes the tensors it names (prepare), and its config settles the
-// geometry and then the family's own facts (apply). force is the --model
-// name, "" to detect.
-func buildSpec(c *checkpoint, force string, q quant.Type) (*modelSpec, error) {
-	p, fc, err := decodeFamily(c.config, force)
-	if err != nil {
-		return nil, err
-	}
+// buildSpec maps family p's decoded config fc (and, for contradiction
+// checks, the tensors present) onto a header and metadata: the family
+// reshapes the tensors it names (prepare), then its config settles the
+// geometry and the family's own facts (apply).
+func buildSpec(c *checkpoint, p *family, fc familyConfig, q quant.Type) (*modelSpec, error) {
 	if p.prepare != nil {
 		if err := p.prepare(c); err != nil {
 			return nil, err
