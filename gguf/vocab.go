@@ -8,11 +8,14 @@ import (
 	"github.com/cflow-dev/cflow/tokenizer"
 )
 
-// llama.cpp token types (llama_token_type).
+// llama.cpp token types (llama_token_type, llama-vocab.h).
 const (
+	tokNormal      = 1
 	tokUnknown     = 2
 	tokControl     = 3
 	tokUserDefined = 4
+	tokUnused      = 5
+	tokByte        = 6
 )
 
 // TokenPiece is the text of placeholder token id: "[id]". Exports carry no
@@ -69,7 +72,7 @@ func placeholderVocab(l *kvList, n int, bos, eos uint32) {
 // run (HF tokenizer.json BPE, llama2.c score table), otherwise the
 // placeholder vocabulary of n "[id]" pieces (byte tokenizers, none).
 func writeVocab(l *kvList, md *cflowfmt.Metadata, n int) error {
-	g, err := tokenizer.VocabForGGUF(md, n)
+	g, err := vocabForExport(md, n)
 	if errors.Is(err, tokenizer.ErrNoTokenizer) || err == nil && g == nil || md.String(cflowfmt.KeyTokenizerKind, "") == "byte" {
 		placeholderVocab(l, n, md.U32(cflowfmt.KeyBOS, 1), md.U32(cflowfmt.KeyEOS, 2))
 		return nil
@@ -77,39 +80,39 @@ func writeVocab(l *kvList, md *cflowfmt.Metadata, n int) error {
 	if err != nil {
 		return err
 	}
-	l.str("tokenizer.ggml.model", g.Model)
-	if g.Pre != "" {
-		l.str("tokenizer.ggml.pre", g.Pre)
+	l.str("tokenizer.ggml.model", g.model)
+	if g.pre != "" {
+		l.str("tokenizer.ggml.pre", g.pre)
 	}
-	l.strs("tokenizer.ggml.tokens", g.Tokens)
-	if g.Scores != nil {
-		l.f32s("tokenizer.ggml.scores", g.Scores)
+	l.strs("tokenizer.ggml.tokens", g.tokens)
+	if g.scores != nil {
+		l.f32s("tokenizer.ggml.scores", g.scores)
 	}
-	l.i32s("tokenizer.ggml.token_type", g.Types)
-	if g.Merges != nil {
-		l.strs("tokenizer.ggml.merges", g.Merges)
+	l.i32s("tokenizer.ggml.token_type", g.types)
+	if g.merges != nil {
+		l.strs("tokenizer.ggml.merges", g.merges)
 	}
 	for _, id := range []struct {
 		key string
 		id  int
-	}{{"tokenizer.ggml.bos_token_id", g.BOS}, {"tokenizer.ggml.eos_token_id", g.EOS}, {"tokenizer.ggml.unknown_token_id", g.UNK}} {
+	}{{"tokenizer.ggml.bos_token_id", g.bos}, {"tokenizer.ggml.eos_token_id", g.eos}, {"tokenizer.ggml.unknown_token_id", g.unk}} {
 		if id.id >= 0 && id.id < n {
 			l.u32(id.key, uint32(id.id))
 		}
 	}
-	for _, id := range g.EndOfTurn {
-		if id != g.EOS && id >= 0 && id < n {
+	for _, id := range g.endOfTurn {
+		if id != g.eos && id >= 0 && id < n {
 			l.u32("tokenizer.ggml.eot_token_id", uint32(id))
 			break
 		}
 	}
-	l.boolean("tokenizer.ggml.add_bos_token", g.AddBOS)
+	l.boolean("tokenizer.ggml.add_bos_token", g.addBOS)
 	l.boolean("tokenizer.ggml.add_eos_token", false)
-	if g.Model == "llama" {
-		l.boolean("tokenizer.ggml.add_space_prefix", g.AddSpacePrefix)
+	if g.model == "llama" {
+		l.boolean("tokenizer.ggml.add_space_prefix", g.addSpacePrefix)
 	}
-	if g.ChatTemplate != "" {
-		l.str("tokenizer.chat_template", g.ChatTemplate)
+	if g.chatTemplate != "" {
+		l.str("tokenizer.chat_template", g.chatTemplate)
 	}
 	return nil
 }

@@ -82,11 +82,7 @@ var bpePres = map[string]bpePre{
 	"falcon":           {regexes: []string{`[\p{P}\$\+<=>\^~\|` + "`" + `]+`, reGPT2, `[0-9][0-9][0-9]`}},
 }
 
-// llama_token_type values (llama.cpp's llama-vocab.h).
 const (
-	tokNormal  = 1
-	tokUnused  = 5
-	tokByte    = 6
 	noTokenID  = -1
 	newlineSet = `[^\n]+|[\n]+`
 )
