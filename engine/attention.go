@@ -9,26 +9,26 @@ import (
 // attention computes out = Wo·Attn(Na(x)) for one pass of sequence s at
 // position s.pos, appending this position's keys and values to the pass's
 // cache.
-func (e *Engine) attention(s *seq, pass int, lp *layerPlan, x, out []float32) {
-	b := &e.bf
-	rmsNorm(b.xn, x, lp.attnNorm, e.eps)
-	e.prepare(stAttn, b.actD, b.xn)
+func (w *worker) attention(s *seq, pass int, lp *layerPlan, x, out []float32) {
+	b := &w.bf
+	rmsNorm(b.xn, x, lp.attnNorm, w.eps)
+	w.prepare(stAttn, b.actD, b.xn)
 	q, k, v := b.q[:lp.qDim], b.k[:lp.kvDim], b.v[:lp.kvDim]
 	vOut := v
 	if lp.qkv.outDims[2] == 0 {
 		vOut = v[:0]
 	}
-	e.matvec(lp.qkv, b.actD, q, k, vOut)
-	e.stats.Last.Attn += lp.qkv.bytes + lp.o.bytes
-	e.qkvBiases(lp, q, k, vOut)
+	w.matvec(lp.qkv, b.actD, q, k, vOut)
+	w.stats.Last.Attn += lp.qkv.bytes + lp.o.bytes
+	w.qkvBiases(lp, q, k, vOut)
 	if lp.kEqV {
 		copy(v, k) // full layers of K=V models: v is k before its norm and RoPE
 	}
-	e.qkNorms(lp, q, k)
-	H, Hkv, hd := int(e.h.NumHeads), lp.kvHeads, lp.hd
-	if e.h.Has(cflowfmt.FlagVNorm) {
+	w.qkNorms(lp, q, k)
+	H, Hkv, hd := int(w.h.NumHeads), lp.kvHeads, lp.hd
+	if w.h.Has(cflowfmt.FlagVNorm) {
 		for j := 0; j < Hkv; j++ {
-			rmsNorm(v[j*hd:(j+1)*hd], v[j*hd:(j+1)*hd], nil, e.eps)
+			rmsNorm(v[j*hd:(j+1)*hd], v[j*hd:(j+1)*hd], nil, w.eps)
 		}
 	}
 	cos, sin := b.cos[:len(lp.invFreq)], b.sin[:len(lp.invFreq)]
@@ -50,10 +50,10 @@ func (e *Engine) attention(s *seq, pass int, lp *layerPlan, x, out []float32) {
 		start = n - lp.window
 	}
 	att := b.att[:lp.qDim]
-	e.heads(c, lp, q, att, n, start)
-	e.prepare(stAttn, b.actAtt, att)
-	e.matvec(lp.o, b.actAtt, out)
-	e.outFeatures(lp.feat.oBias, lp.feat.postAttn, out)
+	w.heads(c, lp, q, att, n, start)
+	w.prepare(stAttn, b.actAtt, att)
+	w.matvec(lp.o, b.actAtt, out)
+	w.outFeatures(lp.feat.oBias, lp.feat.postAttn, out)
 }
 
 // rope rotates the first len(cos) split-half pairs (i, i+hd/2) of one head.

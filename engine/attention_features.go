@@ -182,7 +182,7 @@ func (e *Engine) attachFeatures(lp *layerPlan, l int) error {
 
 // qkvBiases adds the q/k/v biases to a freshly projected q, k, v (before
 // K = V sharing, the norms and RoPE).
-func (e *Engine) qkvBiases(lp *layerPlan, q, k, v []float32) {
+func (w *worker) qkvBiases(lp *layerPlan, q, k, v []float32) {
 	lf := lp.feat
 	addBias(q, lf.qBias)
 	addBias(k, lf.kBias)
@@ -193,24 +193,24 @@ func (e *Engine) qkvBiases(lp *layerPlan, q, k, v []float32) {
 
 // qkNorms applies the per-head q/k RMSNorm (after K = V sharing took the
 // raw k, before RoPE).
-func (e *Engine) qkNorms(lp *layerPlan, q, k []float32) {
+func (w *worker) qkNorms(lp *layerPlan, q, k []float32) {
 	lf, hd := lp.feat, lp.hd
 	if lf.qNorm != nil {
 		for j := 0; j+hd <= len(q); j += hd {
-			rmsNorm(q[j:j+hd], q[j:j+hd], lf.qNorm, e.eps)
+			rmsNorm(q[j:j+hd], q[j:j+hd], lf.qNorm, w.eps)
 		}
 		for j := 0; j+hd <= len(k); j += hd {
-			rmsNorm(k[j:j+hd], k[j:j+hd], lf.kNorm, e.eps)
+			rmsNorm(k[j:j+hd], k[j:j+hd], lf.kNorm, w.eps)
 		}
 	}
 }
 
 // outFeatures applies a projection's bias, then a post-norm, to its
 // output before it joins the residual.
-func (e *Engine) outFeatures(bias, post, out []float32) {
+func (w *worker) outFeatures(bias, post, out []float32) {
 	addBias(out, bias)
 	if post != nil {
-		rmsNorm(out, out, post, e.eps)
+		rmsNorm(out, out, post, w.eps)
 	}
 }
 
@@ -229,12 +229,12 @@ func (e *Engine) attnScale(hd int) float64 {
 }
 
 // routeWeights turns the selected experts' router logits into weights
-// w[j]/sum. Without a routing feature (Mixtral, the pipeline-native MoE) w
+// wts[j]/sum. Without a routing feature (Mixtral, the pipeline-native MoE) wts
 // is already the softmax numerator over the k and sum its total. Under
 // softmax_topk each weight is its probability under the softmax over all
 // E logits; softmax_topk_norm renormalises those k probabilities.
-func (e *Engine) routeWeights(logits []float32, sel []int, w []float64, sum float64) float64 {
-	if e.fx == nil || e.fx.routing == "" {
+func (w *worker) routeWeights(logits []float32, sel []int, wts []float64, sum float64) float64 {
+	if w.fx == nil || w.fx.routing == "" {
 		return sum
 	}
 	mx := float64(logits[sel[0]])
@@ -244,10 +244,10 @@ func (e *Engine) routeWeights(logits []float32, sel []int, w []float64, sum floa
 	}
 	sum = 0
 	for j := range sel {
-		w[j] /= all
-		sum += w[j]
+		wts[j] /= all
+		sum += wts[j]
 	}
-	if e.fx.routing == cflowfmt.RoutingSoftmaxTopK {
+	if w.fx.routing == cflowfmt.RoutingSoftmaxTopK {
 		return 1
 	}
 	return sum
@@ -256,23 +256,23 @@ func (e *Engine) routeWeights(logits []float32, sel []int, w []float64, sum floa
 // moeInputs returns the router's and the experts' inputs under
 // FeatMoEInputs (rms of the residual r, scaled by each one's vector); nil
 // routerIn means both read the shared FFN input.
-func (e *Engine) moeInputs(lp *layerPlan, r []float32) (routerIn, expertIn []float32) {
+func (w *worker) moeInputs(lp *layerPlan, r []float32) (routerIn, expertIn []float32) {
 	lf := lp.feat
 	if lf.routerIn == nil {
 		return nil, nil
 	}
-	b := &e.bf
-	rmsNorm(b.xn, r, lf.routerIn, e.eps)
-	rmsNorm(b.hn, r, lf.expertIn, e.eps)
+	b := &w.bf
+	rmsNorm(b.xn, r, lf.routerIn, w.eps)
+	rmsNorm(b.hn, r, lf.expertIn, w.eps)
 	return b.xn, b.hn
 }
 
 // scaleExperts multiplies the selected experts' weights by their
 // per-expert scale (FeatExpertScale).
-func (e *Engine) scaleExperts(lp *layerPlan, sel []int, w []float64) {
+func (w *worker) scaleExperts(lp *layerPlan, sel []int, wts []float64) {
 	if s := lp.feat.expertScale; s != nil {
 		for j, x := range sel {
-			w[j] *= float64(s[x])
+			wts[j] *= float64(s[x])
 		}
 	}
 }
@@ -280,12 +280,12 @@ func (e *Engine) scaleExperts(lp *layerPlan, sel []int, w []float64) {
 // sumFFN forms x_out = x_mid + Nsum(f + Npost(e)) under FeatFFNSumNorm and
 // then multiplies by the layer scalar (FeatLayerScalar); it reports
 // whether it did the combine.
-func (e *Engine) sumFFN(lp *layerPlan, s *seq) bool {
+func (w *worker) sumFFN(lp *layerPlan, s *seq) bool {
 	lf := lp.feat
 	if lf.ffnSum == nil && lf.layerScalar == nil {
 		return false
 	}
-	m := e.bf.xn
+	m := w.bf.xn
 	clear(m)
 	if s.hasF {
 		addTo(m, s.f)
@@ -294,7 +294,7 @@ func (e *Engine) sumFFN(lp *layerPlan, s *seq) bool {
 		addTo(m, s.e)
 	}
 	if lf.ffnSum != nil {
-		rmsNorm(m, m, lf.ffnSum, e.eps)
+		rmsNorm(m, m, lf.ffnSum, w.eps)
 	}
 	for i := range s.x {
 		s.x[i] = s.xmid[i] + m[i]

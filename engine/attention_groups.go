@@ -38,24 +38,20 @@ func headsPerGroup(h, g, minItems int) int {
 // cut had probability zero and finite values (kvCache.forget), and adding
 // a zero product leaves the kernel's nonzero-or-+0 accumulators as they
 // are, so the cut changes no bit.
-func (e *Engine) headGroups(c *kvCache, lp *layerPlan, q, att []float32, n, start int) {
-	b := &e.bf
-	H, Hkv, hd := int(e.h.NumHeads), lp.kvHeads, lp.hd
+func (w *worker) headGroups(c *kvCache, lp *layerPlan, q, att []float32, n, start int) {
+	b := &w.bf
+	H, Hkv, hd := int(w.h.NumHeads), lp.kvHeads, lp.hd
 	G := H / Hkv
-	minItems := 1
-	if e.ln == nil {
-		minItems = e.pool.Workers() + 1 // a decode step: one item per thread at least
-	}
-	qpi := headsPerGroup(H, G, minItems)
+	qpi := headsPerGroup(H, G, w.minItems)
 	items := H / qpi
 	nb := (n + kvBlock - 1) / kvBlock
 	for len(b.headGroups) < items {
 		b.headGroups = append(b.headGroups, groupScratch{})
 	}
-	*e.gj = groupsJob{e: e, c: c, q: q, att: att, n: n, start: start, G: G, qpi: qpi, hd: hd,
-		b0: start / kvBlock, nb: nb, span: nb * kvBlock, scale: float32(e.attnScale(hd)), item: e.gj.item}
-	e.parallel(items, Hkv, e.gj.item)
-	e.gj.c, e.gj.q, e.gj.att = nil, nil, nil
+	*w.gj = groupsJob{w: w, c: c, q: q, att: att, n: n, start: start, G: G, qpi: qpi, hd: hd,
+		b0: start / kvBlock, nb: nb, span: nb * kvBlock, scale: float32(w.attnScale(hd)), item: w.gj.item}
+	w.parallel(items, Hkv, w.gj.item)
+	w.gj.c, w.gj.q, w.gj.att = nil, nil, nil
 }
 
 // groupsJob holds the operands of the attention loop an engine (or a
@@ -63,7 +59,7 @@ func (e *Engine) headGroups(c *kvCache, lp *layerPlan, q, att []float32, n, star
 // or column is built, is the loop body over them, so a decode step's
 // attention allocates no closure.
 type groupsJob struct {
-	e                                  *Engine
+	w                                  *worker
 	c                                  *kvCache
 	q, att                             []float32
 	n, start, G, qpi, hd, b0, nb, span int
@@ -71,15 +67,15 @@ type groupsJob struct {
 	item                               func(it int)
 }
 
-func newGroupsJob(e *Engine) *groupsJob {
-	j := &groupsJob{e: e}
+func newGroupsJob(w *worker) *groupsJob {
+	j := &groupsJob{w: w}
 	j.item = j.run
 	return j
 }
 
 // run is item it of headGroups: qpi query heads of one KV head.
 func (j *groupsJob) run(it int) {
-	b, k := &j.e.bf, j.e.kernel
+	b, k := &j.w.bf, j.w.kernel
 	c, q, att, n, start := j.c, j.q, j.att, j.n, j.start
 	G, qpi, hd, b0, nb, span, scale := j.G, j.qpi, j.hd, j.b0, j.nb, j.span, j.scale
 	j0 := it * qpi // first query head; all qpi share KV head j0/G

@@ -27,9 +27,9 @@ func TestHeadGroupsMatchesHeadsEach(t *testing.T) {
 	for _, g := range []struct{ H, Hkv, hd, window int }{
 		{32, 4, 64, 0}, {12, 4, 12, 0}, {8, 1, 16, 100}, {6, 6, 64, 0}, {4, 1, 64, 0},
 	} {
-		v := *e
-		v.bf.heads, v.bf.headGroups = nil, nil
-		v.h.NumHeads = uint16(g.H)
+		ve := *e // the engine with this geometry's head count
+		ve.h.NumHeads = uint16(g.H)
+		v := ve.newWorker(alone{}, e.lone.minItems)
 		lp := &layerPlan{hd: g.hd, kvHeads: g.Hkv, window: g.window}
 		c := kvCache{heads: g.Hkv, hd: g.hd}
 		kv := make([]float32, g.Hkv*g.hd)

@@ -30,30 +30,30 @@ type headScratch struct {
 // several heads at a time; elsewhere headsEach runs. Heads with a head dim
 // wider than a tile take a Go loop for the scores (and big-endian
 // machines for both products).
-func (e *Engine) heads(c *kvCache, lp *layerPlan, q, att []float32, n, start int) {
-	if tileCache && lp.hd <= quant.MaxTileCols && e.kernel.HasF32Rows() {
-		e.headGroups(c, lp, q, att, n, start)
+func (w *worker) heads(c *kvCache, lp *layerPlan, q, att []float32, n, start int) {
+	if tileCache && lp.hd <= quant.MaxTileCols && w.kernel.HasF32Rows() {
+		w.headGroups(c, lp, q, att, n, start)
 		return
 	}
-	e.headsEach(c, lp, q, att, n, start)
+	w.headsEach(c, lp, q, att, n, start)
 }
 
 // headsEach is heads one query head per item, on the single-vector tile
 // kernels: the path of kernels without a multi-vector F32 kernel, and the
 // truth headGroups is tested against.
-func (e *Engine) headsEach(c *kvCache, lp *layerPlan, q, att []float32, n, start int) {
-	b := &e.bf
-	H, Hkv, hd := int(e.h.NumHeads), lp.kvHeads, lp.hd
-	scale := float32(e.attnScale(hd))
+func (w *worker) headsEach(c *kvCache, lp *layerPlan, q, att []float32, n, start int) {
+	b := &w.bf
+	H, Hkv, hd := int(w.h.NumHeads), lp.kvHeads, lp.hd
+	scale := float32(w.attnScale(hd))
 	b0, nb := start/kvBlock, (n+kvBlock-1)/kvBlock
 	span := nb * kvBlock
 	for len(b.heads) < H {
 		// F32 tiles read the float values only: vectors of the engine's
 		// float twin skip the int8 rounding Set would do on an int8 path.
-		f := e.kernel.Float()
+		f := w.kernel.Float()
 		b.heads = append(b.heads, headScratch{q: &actVec{v: f.NewVec(hd)}, p: &actVec{v: f.NewVec(kvBlock)}})
 	}
-	e.parallel(H, Hkv, func(j int) {
+	w.parallel(H, Hkv, func(j int) {
 		kvh := j * Hkv / H
 		hs := &b.heads[j]
 		if cap(hs.scores) < span {

@@ -69,71 +69,39 @@ func (r *request) kind() int {
 	return reqLoop
 }
 
-// lane is one column of a batch: a view of the engine sharing its weights,
-// plans and pool, with scratch buffers, observation and counters of its
-// own, so the single-token forward runs on it unchanged.
+// lane is one column of a batched pass: a worker of its own (scratch,
+// token state, observation, counters) over the engine's weights, plans
+// and pool, run as a coroutine whose requests go to the batch driver.
 type lane struct {
-	e       Engine
-	scratch seq  // a prefill column's per-token state; its kv is the sequence's
-	col     *seq // the state this column advances
-	tok     int
-	logits  bool // compute the LM head for this column
-	out     []float32
-	err     error
-	req     request
-	outs    [][]float32 // req.outs's storage, reused by every request
-	yield   func(struct{}) bool
-	next    func() (struct{}, bool)
-	stop    func()
-	live    bool
-	xs      stagedState // staged expert I/O's per-column state
+	w     *worker
+	tok   int
+	want  bool // compute the LM head for this column
+	out   []float32
+	err   error
+	yield func(struct{}) bool
+	next  func() (struct{}, bool)
+	stop  func()
+	live  bool
 }
 
-// newLane returns a column view of e.
+// newLane returns a column of e.
 func (e *Engine) newLane() *lane {
-	ln := &lane{e: *e}
-	v := &ln.e
-	v.lanes, v.stats, v.prepCount, v.xbatches = nil, Stats{}, [numStreams]int64{}, nil
-	v.allocBuffers() // fresh scratch, observation and default seq
-	ln.scratch = v.seq
-	v.seq = seq{}
-	v.ln = ln
-	// The column's own loop operands: columns run their heads concurrently.
-	v.mv, v.gj = newMatvecJob(), newGroupsJob(v)
+	ln := &lane{}
+	ln.w = e.newWorker(ln, 1)
 	return ln
 }
 
-// wait hands the column's pending request to the driver and returns once
-// the driver has run it.
-func (ln *lane) wait() { ln.yield(struct{}{}) }
+// submit hands the column's pending request to the driver and returns
+// once the driver has run it.
+func (ln *lane) submit(*worker) { ln.yield(struct{}{}) }
 
-// forward is one column's token: Step's body on the column's state.
-func (ln *lane) forward() {
-	e, s := &ln.e, ln.col
-	e.stats.Last = StreamBytes{}
-	e.embedRow(ln.tok, s.x)
-	if ln.err = e.runPlan(s); ln.err != nil {
-		return
-	}
-	e.obs.PreLMHeadNorm = norm2(s.x)
-	ln.out = nil
-	if ln.logits {
-		ln.out = e.finalLogits(s.x)
-	}
-	e.countToken()
-}
-
-// parallel runs f(0..n−1) on the pool, or, in a batch column, hands the
-// loop to the driver, which runs every column's loop in one pool job.
+// parallel runs f(0..n−1) through the worker's runner: on the pool for a
+// lone token, in one pool job with every column's loop for a batch column.
 // The items form groups equal runs that read the same data (1: none), so
 // the driver can run one group of every column before the next group.
-func (e *Engine) parallel(n, groups int, f func(i int)) {
-	if ln := e.ln; ln != nil {
-		ln.req = request{n: n, f: f, groups: groups}
-		ln.wait()
-		return
-	}
-	e.pool.Run(n, f)
+func (w *worker) parallel(n, groups int, f func(i int)) {
+	w.req = request{n: n, f: f, groups: groups}
+	w.run.submit(w)
 }
 
 // runLanes drives ls (columns set up, coroutines not started) to the end
@@ -143,32 +111,33 @@ func (e *Engine) runLanes(ls []*lane) {
 		// Columns of one sequence share its cache and run concurrently
 		// (resumeLanes): its blocks are allocated here, so their stores
 		// only write.
-		for p := range ln.col.kv {
-			ln.col.kv[p].reserve(ln.col.pos)
+		s := &ln.w.tok
+		for p := range s.kv {
+			s.kv[p].reserve(s.pos)
 		}
-		ln.req = request{}
+		ln.w.req = request{}
 		ln.next, ln.stop = iter.Pull(func(yield func(struct{}) bool) {
 			// The column reads the mapped embedding: a truncated file
-			// faults here as in Step (see Engine.Step).
+			// faults here as in a lone forward (see Engine.Forward).
 			defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 			ln.yield = yield
-			ln.forward()
+			ln.out, ln.err = ln.w.forward(ln.tok, ln.want)
 		})
 	}
 	live := e.resumeLanes(ls, make([]*lane, 0, len(ls)))
 	var groups [][]*lane
 	for len(live) > 0 {
-		kind := live[0].req.kind()
+		kind := live[0].w.req.kind()
 		groups = groups[:0]
 		for _, ln := range live {
-			if ln.req.kind() != kind {
+			if ln.w.req.kind() != kind {
 				panic("runtime: batch columns out of step (waiting on different kinds of request)")
 			}
 			if kind != reqMatvec {
 				continue
 			}
 			i := 0
-			for i < len(groups) && groups[i][0].req.p != ln.req.p {
+			for i < len(groups) && groups[i][0].w.req.p != ln.w.req.p {
 				i++
 			}
 			if i == len(groups) {
@@ -185,7 +154,7 @@ func (e *Engine) runLanes(ls []*lane) {
 			e.resolveLanes(live)
 		}
 		for _, g := range groups {
-			e.matvecLanes(g[0].req.p, g)
+			e.matvecLanes(g[0].w.req.p, g)
 		}
 		live = e.resumeLanes(live, live[:0])
 		e.sweepStaged(nil, false)
@@ -271,27 +240,27 @@ func (e *Engine) abandonLanes() {
 func (e *Engine) parallelLanes(ls []*lane) {
 	total := 0
 	for _, ln := range ls {
-		total += ln.req.n
+		total += ln.w.req.n
 	}
 	if len(ls) == 1 {
-		e.pool.Run(total, ls[0].req.f)
+		e.pool.Run(total, ls[0].w.req.f)
 		return
 	}
-	if n, g := ls[0].req.n, ls[0].req.groups; g > 1 && n%g == 0 && total == n*len(ls) && sameGroups(ls) {
+	if n, g := ls[0].w.req.n, ls[0].w.req.groups; g > 1 && n%g == 0 && total == n*len(ls) && sameGroups(ls) {
 		per, B := n/g, len(ls)
 		e.pool.Run(total, func(i int) {
 			grp, r := i/(B*per), i%(B*per)
-			ls[r/per].req.f(grp*per + r%per)
+			ls[r/per].w.req.f(grp*per + r%per)
 		})
 		return
 	}
 	e.pool.Run(total, func(i int) {
 		for _, ln := range ls {
-			if i < ln.req.n {
-				ln.req.f(i)
+			if i < ln.w.req.n {
+				ln.w.req.f(i)
 				return
 			}
-			i -= ln.req.n
+			i -= ln.w.req.n
 		}
 	})
 }
@@ -309,7 +278,7 @@ func (b *batchErr) Unwrap() error { return b.err }
 // and groups.
 func sameGroups(ls []*lane) bool {
 	for _, ln := range ls {
-		if ln.req.n != ls[0].req.n || ln.req.groups != ls[0].req.groups {
+		if ln.w.req.n != ls[0].w.req.n || ln.w.req.groups != ls[0].w.req.groups {
 			return false
 		}
 	}

@@ -16,7 +16,9 @@ type buffers struct {
 	actFF, actE          *actVec
 }
 
-func (e *Engine) allocBuffers() {
+// allocBuffers sizes a worker's scratch for its engine's geometry.
+func (w *worker) allocBuffers() {
+	e := w.Engine
 	d := e.d
 	maxQ, maxKV, maxPairs := 0, 0, 0
 	for _, lp := range e.layers {
@@ -24,17 +26,11 @@ func (e *Engine) allocBuffers() {
 	}
 	ff, eff, E := int(e.h.IntermediateSize), int(e.h.ExpertIntermediateSize), int(e.h.NumExperts)
 	f32 := func(n int) []float32 { return make([]float32, n) }
-	e.bf = buffers{
+	w.bf = buffers{
 		xn: f32(d), hn: f32(d), q: f32(maxQ), k: f32(maxKV), v: f32(maxKV), att: f32(maxQ),
 		cos: f32(maxPairs), sin: f32(maxPairs),
 		g: f32(ff), u: f32(ff), router: f32(E), gate: make([]float64, e.h.TopK),
 		eg: f32(eff), eu: f32(eff), eo: f32(d), logits: f32(int(e.h.VocabSize)),
 		actD: e.newActVec(d), actAtt: e.newActVec(maxQ), actFF: e.newActVec(ff), actE: e.newActVec(eff),
-	}
-	e.seq = e.newSeq()
-	e.obs.ResidualNorms = make([]float64, e.passes)
-	e.obs.Experts = make([][]int, e.passes)
-	for p := range e.obs.Experts {
-		e.obs.Experts[p] = make([]int, 0, e.h.TopK)
 	}
 }

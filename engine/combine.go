@@ -20,7 +20,7 @@ import (
 type combiner interface {
 	// preAttention runs before pass's attention reads its input
 	// (AsyncExperts adds the experts targeted at the pass to x_in).
-	preAttention(e *Engine, s *seq, pass int)
+	preAttention(w *worker, s *seq, pass int)
 	// postAttention folds the attention output s.m into the residual
 	// where the style does so at once (x_mid = x_in + m).
 	postAttention(s *seq)
@@ -29,9 +29,9 @@ type combiner interface {
 	denseOut(s *seq, st plan.Step) []float32
 	// combine forms x_out(pass) from the pass's outputs and returns the
 	// vector whose ‖·‖₂ the trace records for the pass.
-	combine(e *Engine, s *seq, pass int) []float32
+	combine(w *worker, s *seq, pass int) []float32
 	// finish leaves the final residual in s.x after the last pass.
-	finish(e *Engine, s *seq)
+	finish(w *worker, s *seq)
 }
 
 // newCombiner returns the combiner for h's combine style.
@@ -58,14 +58,14 @@ func newCombiner(h *cflowfmt.Header, md *cflowfmt.Metadata) (combiner, error) {
 // left in s.x by the last combine.
 type basicStyle struct{}
 
-func (basicStyle) preAttention(*Engine, *seq, int) {}
+func (basicStyle) preAttention(*worker, *seq, int) {}
 
 func (basicStyle) denseOut(s *seq, _ plan.Step) []float32 {
 	s.hasF = true
 	return s.f
 }
 
-func (basicStyle) finish(*Engine, *seq) {}
+func (basicStyle) finish(*worker, *seq) {}
 
 // withMid is the post-attention step of the styles that form
 // x_mid = x_in + Attn(Na(x_in)).
@@ -84,11 +84,11 @@ func (noMid) postAttention(*seq) {}
 
 // ffnInput is the normalized input the dense FFN and MoE of this pass
 // share, Nf of the residual the style's FFN reads, computed once per pass.
-func (e *Engine) ffnInput(s *seq, lp *layerPlan) []float32 {
+func (w *worker) ffnInput(s *seq, lp *layerPlan) []float32 {
 	if s.hasH {
 		return s.h
 	}
-	rmsNorm(s.h, s.residual(e.h.CombineStyle.FFNReads()), lp.ffnNorm, e.eps)
+	rmsNorm(s.h, s.residual(w.h.CombineStyle.FFNReads()), lp.ffnNorm, w.eps)
 	s.hasH = true
 	return s.h
 }
@@ -96,26 +96,26 @@ func (e *Engine) ffnInput(s *seq, lp *layerPlan) []float32 {
 // experts runs pass's router and selected experts on the style's router
 // input, then queues the output for its injection layer (styles that defer
 // experts) or leaves it in s.e for this pass's combine.
-func (e *Engine) experts(s *seq, pass int, lp *layerPlan) error {
-	style := e.h.CombineStyle
-	in := e.bf.hn
+func (w *worker) experts(s *seq, pass int, lp *layerPlan) error {
+	style := w.h.CombineStyle
+	in := w.bf.hn
 	if style.OwnMoENorm() {
-		rmsNorm(in, s.residual(style.RouterReads()), lp.moeNorm, e.eps)
+		rmsNorm(in, s.residual(style.RouterReads()), lp.moeNorm, w.eps)
 	} else {
-		in = e.ffnInput(s, lp)
+		in = w.ffnInput(s, lp)
 	}
-	routerIn, expertIn := e.moeInputs(lp, s.residual(style.FFNReads()))
+	routerIn, expertIn := w.moeInputs(lp, s.residual(style.FFNReads()))
 	if expertIn != nil {
 		in = expertIn
 	}
-	if err := e.moe(pass, lp, routerIn, in, s.e); err != nil {
+	if err := w.moe(pass, lp, routerIn, in, s.e); err != nil {
 		return err
 	}
 	if lp.feat.postMoE != nil {
-		rmsNorm(s.e, s.e, lp.feat.postMoE, e.eps)
+		rmsNorm(s.e, s.e, lp.feat.postMoE, w.eps)
 	}
 	if style.DefersExperts() {
-		e.enqueue(s, style.InjectionLayer(pass, int(e.h.ExpertDelay), int(e.h.NumLayers)), s.e)
+		w.enqueue(s, style.InjectionLayer(pass, int(w.h.ExpertDelay), int(w.h.NumLayers)), s.e)
 	} else {
 		s.hasE = true
 	}

@@ -11,9 +11,9 @@ type asyncExperts struct {
 	noMid
 }
 
-func (asyncExperts) preAttention(e *Engine, s *seq, pass int) { e.inject(s, pass) }
+func (asyncExperts) preAttention(w *worker, s *seq, pass int) { w.inject(s, pass) }
 
-func (asyncExperts) combine(e *Engine, s *seq, pass int) []float32 {
+func (asyncExperts) combine(w *worker, s *seq, pass int) []float32 {
 	addTo(s.x, s.m)
 	if s.hasF {
 		addTo(s.x, s.f)
@@ -23,4 +23,4 @@ func (asyncExperts) combine(e *Engine, s *seq, pass int) []float32 {
 
 // finish adds the outputs targeted past the last layer to the final
 // residual, before the final norm.
-func (asyncExperts) finish(e *Engine, s *seq) { e.inject(s, math.MaxInt) }
+func (asyncExperts) finish(w *worker, s *seq) { w.inject(s, math.MaxInt) }

@@ -24,7 +24,7 @@ func newDecoupledStreams(md *cflowfmt.Metadata) (combiner, error) {
 	return decoupledStreams{merge: m}, nil
 }
 
-func (c decoupledStreams) combine(e *Engine, s *seq, pass int) []float32 {
+func (c decoupledStreams) combine(w *worker, s *seq, pass int) []float32 {
 	addTo(s.sA, s.m)
 	if s.hasF {
 		addTo(s.sF, s.f)
@@ -32,7 +32,7 @@ func (c decoupledStreams) combine(e *Engine, s *seq, pass int) []float32 {
 	if s.hasE {
 		addTo(s.sF, s.e)
 	}
-	avg := e.bf.xn
+	avg := w.bf.xn
 	for i := range avg {
 		avg[i] = (s.sA[i] + s.sF[i]) / 2
 	}
@@ -43,7 +43,7 @@ func (c decoupledStreams) combine(e *Engine, s *seq, pass int) []float32 {
 	return avg
 }
 
-func (decoupledStreams) finish(e *Engine, s *seq) {
+func (decoupledStreams) finish(w *worker, s *seq) {
 	for i := range s.x {
 		s.x[i] = (s.sA[i] + s.sF[i]) / 2
 	}

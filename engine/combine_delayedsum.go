@@ -17,11 +17,11 @@ func (delayedSum) denseOut(s *seq, st plan.Step) []float32 {
 	return s.ring[st.Layer%len(s.ring)]
 }
 
-func (delayedSum) combine(e *Engine, s *seq, pass int) []float32 {
+func (delayedSum) combine(w *worker, s *seq, pass int) []float32 {
 	copy(s.x, s.xmid)
-	if e.h.IntermediateSize > 0 {
+	if w.h.IntermediateSize > 0 {
 		addTo(s.x, s.ring[pass%len(s.ring)])
 	}
-	e.inject(s, pass)
+	w.inject(s, pass)
 	return s.x
 }

@@ -7,8 +7,8 @@ type preNorm struct {
 	withMid
 }
 
-func (preNorm) combine(e *Engine, s *seq, pass int) []float32 {
-	if e.sumFFN(e.layers[pass/e.iters], s) {
+func (preNorm) combine(w *worker, s *seq, pass int) []float32 {
+	if w.sumFFN(w.layers[pass/w.iters], s) {
 		return s.x
 	}
 	copy(s.x, s.xmid)

@@ -8,7 +8,7 @@ type pipelineRegisters struct {
 	noMid
 }
 
-func (pipelineRegisters) combine(e *Engine, s *seq, pass int) []float32 {
+func (pipelineRegisters) combine(w *worker, s *seq, pass int) []float32 {
 	addTo(s.sA, s.m)
 	copy(s.x, s.sA)
 	if s.hasF {

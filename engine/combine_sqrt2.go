@@ -7,7 +7,7 @@ type parallelSqrt2 struct {
 	withMid
 }
 
-func (parallelSqrt2) combine(e *Engine, s *seq, pass int) []float32 {
+func (parallelSqrt2) combine(w *worker, s *seq, pass int) []float32 {
 	r2 := sqrtf(2)
 	for i := range s.x {
 		var t float32

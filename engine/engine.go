@@ -1,10 +1,16 @@
-// Package runtime is cflow's decode engine: it runs one token at a time over
-// a *cflowfmt.Model (from either file format), driven only by the header and
-// metadata. It follows runtime/plan's per-token stream order, schedules
-// delayed dense-FFN and expert outputs with a ring and a target-keyed queue,
-// fuses Q/K/V and gate/up into one pass over their interleaved stripes,
-// reads only the router-selected experts' tiles, and splits output stripes
-// across a persistent worker pool without changing a single bit of output.
+// Package engine is cflow's decode engine over a *cflowfmt.Model (from
+// either file format), driven only by the header and metadata. Its one
+// forward entry point, Forward, takes a Batch as data — which sequence
+// each token belongs to, its position, whether its logits are wanted —
+// and runs each pass of one column as a lone token and each pass of
+// several as one walk over the weights for all of them, bit-identical to
+// token by token. It follows engine/plan's per-token stream order,
+// schedules delayed dense-FFN and expert outputs with a ring and a
+// target-keyed queue, fuses Q/K/V and gate/up into one pass over their
+// interleaved stripes, reads only the router-selected experts' tiles
+// (through engine/expertio's disk tier when staged), and splits output
+// stripes across engine/pool's workers (one pinned group per NUMA node,
+// engine/numa) without changing a single bit of output.
 package engine
 
 import (
@@ -80,31 +86,31 @@ type Engine struct {
 	lm     *matPlan
 	embed  []stripe // embedding stripes sorted by first row
 	pool   *pool.Pool
-	mv     *matvecJob // the running matvec's operands (matvec.go)
-	gj     *groupsJob // the running attention loop's (attention_groups.go)
 	kernel *quant.Kernel
 	// pairs: matvecs over Q4_0 plans walk two stripes at once
 	// (matvec_pairs.go); set in New from the kernel, cleared by tests that
 	// compare against the one-stripe walk.
 	pairs bool
 
-	seq seq // the sequence Step advances
-	bf  buffers
+	// def is the sequence Step, Prefill, Pos and Reset work on; lone
+	// runs every pass of one column (worker.go).
+	def  *Sequence
+	lone *worker
+	// The batches Step, Prefill and StepFeeds reuse, so a decode step
+	// allocates nothing.
+	stepB, prefillB, feedB Batch
 
 	xio     *expertio.Tier      // staged expert reads; nil under expertio.Mmap
 	xplans  map[int]*stagedPlan // staged experts' plans, by layer·E + expert
-	xs      stagedState         // a lone engine's staged jobs (a column has its own)
 	numa    *numaState          // nil on the plain, single-node path
 	numaRep NUMAReport
 
-	obs   Observation
-	stats Stats
+	stats Stats // every worker's counters, folded in after each pass
 
-	// Batched forward (batch.go): lanes are the column views a batch
-	// reuses; ln is set only on a column view, whose weight reads and
-	// parallel loops go to the batch driver.
+	// Batched forward (batch.go): lanes are the columns a batched pass
+	// reuses, each with a worker whose weight reads and parallel loops go
+	// to the batch driver.
 	lanes []*lane
-	ln    *lane
 	batch int
 	// batchYs is matvecLanes' scratch: every stripe's column output views.
 	batchYs [][]float32
@@ -160,12 +166,11 @@ func New(m *cflowfmt.Model, opt Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{m: m, h: h, d: int(h.HiddenSize), steps: steps, iters: max(1, iters), kernel: opt.Kernel, mv: newMatvecJob()}
+	e := &Engine{m: m, h: h, d: int(h.HiddenSize), steps: steps, iters: max(1, iters), kernel: opt.Kernel}
 	if e.kernel == nil {
 		e.kernel = quant.DefaultKernel()
 	}
 	e.pairs = e.kernel.PairsQ4()
-	e.gj = newGroupsJob(e)
 	e.eps = m.Meta.F32(cflowfmt.KeyRMSEps, 1e-6)
 	if e.fx, err = loadFeatures(m); err != nil {
 		return nil, err
@@ -197,7 +202,8 @@ func New(m *cflowfmt.Model, opt Options) (*Engine, error) {
 	if e.batch == 0 {
 		e.batch = MaxBatch
 	}
-	e.allocBuffers()
+	e.lone = e.newWorker(alone{}, 0) // minItems set once the pool has started
+	e.def = e.NewSequence()
 	if err := e.initExpertIO(opt.ExpertIO, opt.xioHooks); err != nil {
 		return nil, err
 	}
@@ -211,6 +217,7 @@ func New(m *cflowfmt.Model, opt Options) (*Engine, error) {
 		}
 		return nil, err
 	}
+	e.lone.minItems = e.pool.Workers() + 1
 	return e, nil
 }
 
@@ -254,18 +261,17 @@ func (e *Engine) Close() {
 	}
 }
 
-// Pos is the number of tokens consumed so far (the next token's position).
-func (e *Engine) Pos() int { return e.seq.pos }
+// Pos is the number of tokens the default sequence has consumed (the next
+// token's position).
+func (e *Engine) Pos() int { return e.def.Pos() }
 
-// Reset forgets the sequence, keeping allocations, so one engine can replay
-// many traces.
-func (e *Engine) Reset() {
-	e.seq.pos = 0
-	e.seq.truncate(0)
-}
+// Reset forgets the default sequence, keeping allocations, so one engine
+// can replay many traces.
+func (e *Engine) Reset() { e.def.Reset() }
 
-// Observation describes the last Step; its slices are reused by the next.
-func (e *Engine) Observation() *Observation { return &e.obs }
+// Observation describes the default sequence's last token (Step,
+// Prefill); its slices are reused by the next.
+func (e *Engine) Observation() *Observation { return e.def.Observation() }
 
 // Stats returns the byte counters.
 func (e *Engine) Stats() Stats { return e.stats }

@@ -39,55 +39,45 @@ type stagedBatch struct {
 
 // stagedState is one decoder's share of the staged tier: its finished
 // jobs (reused, so a token allocates none), the routing it deferred to the
-// injection layer and the token's first staged failure. A lone engine's
-// is Engine.xs; a batch column keeps its own in its lane, so the
-// columns share none of it (Engine.staged picks the right one).
+// injection layer and the token's first staged failure. Each worker (the
+// lone one, every batch column's) keeps its own, so the columns share
+// none of it.
 type stagedState struct {
 	jobs   []*stagedJob
 	staged *stagedJob // the last deferred routing, taken by enqueue
 	err    error      // first staged failure of this token
 }
 
-// staged is this engine's stagedState: its batch column's, or else the
-// lone engine's.
-func (e *Engine) staged() *stagedState {
-	if ln := e.ln; ln != nil {
-		return &ln.xs
-	}
-	return &e.xs
-}
+// staged is the worker's stagedState.
+func (w *worker) staged() *stagedState { return &w.xs }
 
 // errBatchAbandoned is what a column sees when its request was never run
 // (the batch was abandoned after a fault); nothing it computes is kept.
 var errBatchAbandoned = errors.New("runtime: batch abandoned")
 
-// releaseJob ends a job: a lone engine's slots go back to the tier; a
-// column's job leaves its routing (whose slots the driver returns).
-func (e *Engine) releaseJob(j *stagedJob) {
-	ln := e.ln
-	if ln == nil {
-		for _, s := range j.slots {
-			e.xio.Put(s)
-		}
-		j.slots = j.slots[:0]
-		e.xs.jobs = append(e.xs.jobs, j)
-		return
+// releaseJob ends a job: the slots a lone token's job holds go back to
+// the tier; a column's job leaves its routing (whose slots the driver
+// returns once no column uses them).
+func (w *worker) releaseJob(j *stagedJob) {
+	for _, s := range j.slots {
+		w.xio.Put(s)
 	}
+	j.slots = j.slots[:0]
 	if j.batch != nil {
 		j.batch.users.Add(-1)
 		j.batch = nil
 	}
-	ln.xs.jobs = append(ln.xs.jobs, j)
+	w.xs.jobs = append(w.xs.jobs, j)
 }
 
 // resolvedExpert returns selected expert i of a column's job, awaiting the
 // routing's reads through the driver on the first call.
-func (e *Engine) resolvedExpert(j *stagedJob, i int) (*expertPlan, error) {
+func (w *worker) resolvedExpert(j *stagedJob, i int) (*expertPlan, error) {
 	b := j.batch
 	if !b.resolved {
-		ln := e.ln
-		ln.req = request{resolve: j}
-		ln.wait()
+		w.req = request{resolve: j}
+		w.run.submit(w)
+		w.req = request{}
 		if !b.resolved {
 			return nil, errBatchAbandoned
 		}
@@ -100,10 +90,10 @@ func (e *Engine) resolvedExpert(j *stagedJob, i int) (*expertPlan, error) {
 // in every column): it issues one read per distinct selected expert.
 func (e *Engine) stageLanes(ls []*lane) {
 	x := e.xio
-	b := &stagedBatch{layer: ls[0].req.stage.lp.idx}
+	b := &stagedBatch{layer: ls[0].w.req.stage.lp.idx}
 	ranges := e.m.Layers[b.layer].Experts
 	for _, ln := range ls {
-		j := ln.req.stage
+		j := ln.w.req.stage
 		if j.lp.idx != b.layer {
 			panic("runtime: batch columns out of step (routing different layers)")
 		}
@@ -131,7 +121,7 @@ func (e *Engine) stageLanes(ls []*lane) {
 // reads once and parses every expert from its slot.
 func (e *Engine) resolveLanes(ls []*lane) {
 	for _, ln := range ls {
-		b := ln.req.resolve.batch
+		b := ln.w.req.resolve.batch
 		if b.resolved {
 			continue
 		}
@@ -152,20 +142,18 @@ func (e *Engine) sweepStaged(ls []*lane, all bool) {
 	}
 	if all {
 		for _, ln := range ls {
-			v := &ln.e
-			if ln.col != nil {
-				for i := range ln.col.queue {
-					if q := &ln.col.queue[i]; q.job != nil {
-						v.releaseJob(q.job)
-						q.job = nil
-					}
+			v := ln.w
+			for i := range v.tok.queue {
+				if q := &v.tok.queue[i]; q.job != nil {
+					v.releaseJob(q.job)
+					q.job = nil
 				}
 			}
-			if j := ln.xs.staged; j != nil {
+			if j := v.xs.staged; j != nil {
 				v.releaseJob(j)
-				ln.xs.staged = nil
+				v.xs.staged = nil
 			}
-			ln.xs.err = nil
+			v.xs.err = nil
 		}
 	}
 	keep := e.xbatches[:0]

@@ -35,62 +35,66 @@ type stagedPlan struct {
 // selected experts' reads, then either computes them now into out (sync,
 // or a style that injects in the routing layer) or leaves out zero and
 // hands the job to enqueue, to be computed at the injection layer.
-func (e *Engine) routeStaged(lp *layerPlan, sel []int, w []float64, sum float64, hn, out []float32) error {
-	st := e.staged()
+func (w *worker) routeStaged(lp *layerPlan, sel []int, wts []float64, sum float64, hn, out []float32) error {
+	st := w.staged()
 	if err := st.err; err != nil {
 		st.err = nil
 		return err
 	}
-	j := e.newStagedJob(&st.jobs, lp, sel, w, sum)
+	j := w.newStagedJob(&st.jobs, lp, sel, wts, sum)
 	clear(out)
-	if ln := e.ln; ln != nil {
-		// A batch column: the driver issues every column's reads for
-		// this routing at once (stageLanes).
-		ln.req = request{stage: j}
-		ln.wait()
-		if j.batch == nil {
-			st.jobs = append(st.jobs, j)
-			return errBatchAbandoned
-		}
-	} else {
-		ranges := e.m.Layers[lp.idx].Experts
-		for _, ex := range sel {
-			j.slots = append(j.slots, e.xio.Stage(ranges[ex]))
-		}
+	// A lone token issues its reads now (stageNow); a batch column's go to
+	// the driver, which issues every column's reads of this routing at
+	// once (stageLanes), or never, when the batch was abandoned.
+	w.req = request{stage: j}
+	w.run.submit(w)
+	w.req = request{}
+	if j.batch == nil && len(j.slots) == 0 {
+		st.jobs = append(st.jobs, j)
+		return errBatchAbandoned
 	}
-	if e.xio.Mode() == expertio.Direct && e.h.CombineStyle.DefersExperts() {
+	if w.xio.Mode() == expertio.Direct && w.h.CombineStyle.DefersExperts() {
 		copy(j.hn, hn)
 		st.staged = j
 		return nil
 	}
-	err := e.computeStaged(j, out) // actD still holds hn from the router
-	e.releaseJob(j)
+	err := w.computeStaged(j, out) // actD still holds hn from the router
+	w.releaseJob(j)
 	return err
 }
 
-// newStagedJob takes a job from free (a lone engine's or a column's list
+// stageNow issues a lone token's reads of job j's selected experts, one
+// staging slot each.
+func (w *worker) stageNow(j *stagedJob) {
+	ranges := w.m.Layers[j.lp.idx].Experts
+	for _, ex := range j.sel {
+		j.slots = append(j.slots, w.xio.Stage(ranges[ex]))
+	}
+}
+
+// newStagedJob takes a job from free (the worker's list
 // of finished jobs, so a token allocates none) or makes one, and records
 // the routing: layer, selected experts and their normalised weights.
-func (e *Engine) newStagedJob(free *[]*stagedJob, lp *layerPlan, sel []int, w []float64, sum float64) *stagedJob {
+func (w *worker) newStagedJob(free *[]*stagedJob, lp *layerPlan, sel []int, wts []float64, sum float64) *stagedJob {
 	var j *stagedJob
 	if n := len(*free); n > 0 {
 		j, *free = (*free)[n-1], (*free)[:n-1]
 	} else {
-		j = &stagedJob{hn: make([]float32, e.d)}
+		j = &stagedJob{hn: make([]float32, w.d)}
 	}
 	j.lp, j.sel, j.w = lp, append(j.sel[:0], sel...), j.w[:0]
 	for i := range sel {
-		j.w = append(j.w, float32(w[i]/sum))
+		j.w = append(j.w, float32(wts[i]/sum))
 	}
 	return j
 }
 
 // takeStaged hands enqueue the job routeStaged deferred, if any.
-func (e *Engine) takeStaged() *stagedJob {
-	if e.xio == nil {
+func (w *worker) takeStaged() *stagedJob {
+	if w.xio == nil {
 		return nil
 	}
-	st := e.staged()
+	st := w.staged()
 	j := st.staged
 	st.staged = nil
 	return j
@@ -100,28 +104,28 @@ func (e *Engine) takeStaged() *stagedJob {
 // from the saved activation: the same kernels in the same order as the
 // routing-layer path, so the sum is bit-identical. A failure is kept for
 // the end of the token (inject cannot return it) and out stays zero.
-func (e *Engine) finishStaged(j *stagedJob, out []float32) {
-	e.prepare(stMoE, e.bf.actD, j.hn)
-	if err := e.computeStaged(j, out); err != nil {
+func (w *worker) finishStaged(j *stagedJob, out []float32) {
+	w.prepare(stMoE, w.bf.actD, j.hn)
+	if err := w.computeStaged(j, out); err != nil {
 		clear(out)
-		if st := e.staged(); st.err == nil {
+		if st := w.staged(); st.err == nil {
 			st.err = err
 		}
 	}
-	e.releaseJob(j)
+	w.releaseJob(j)
 }
 
 // computeStaged awaits each expert's read, parses its tiles from the
 // staging buffer and runs moe's expert loop with actD prepared.
-func (e *Engine) computeStaged(j *stagedJob, out []float32) error {
-	b := &e.bf
+func (w *worker) computeStaged(j *stagedJob, out []float32) error {
+	b := &w.bf
 	clear(out)
 	var failed error
 	for i, ex := range j.sel {
 		var ep *expertPlan
 		var err error
 		if j.batch != nil {
-			if ep, err = e.resolvedExpert(j, i); err != nil && err != errBatchAbandoned {
+			if ep, err = w.resolvedExpert(j, i); err != nil && err != errBatchAbandoned {
 				// A batch column must keep making the requests the
 				// others make (a deferred expert fails inside inject,
 				// and the token goes on): it runs a stand-in expert of
@@ -134,17 +138,17 @@ func (e *Engine) computeStaged(j *stagedJob, out []float32) error {
 				}
 			}
 		} else {
-			ep, err = e.readyExpert(j.lp.idx, ex, j.slots[i])
+			ep, err = w.readyExpert(j.lp.idx, ex, j.slots[i])
 		}
 		if err != nil {
 			return err
 		}
-		e.matvec(ep.gateUp, b.actD, b.eg, b.eu)
-		e.glu(b.eg, b.eu)
-		e.prepare(stMoE, b.actE, b.eg)
-		e.matvec(ep.down, b.actE, b.eo)
+		w.matvec(ep.gateUp, b.actD, b.eg, b.eu)
+		w.glu(b.eg, b.eu)
+		w.prepare(stMoE, b.actE, b.eg)
+		w.matvec(ep.down, b.actE, b.eo)
 		axpy(out, j.w[i], b.eo)
-		e.stats.Last.Experts += ep.bytes
+		w.stats.Last.Experts += ep.bytes
 	}
 	if failed != nil {
 		clear(out)
@@ -154,18 +158,18 @@ func (e *Engine) computeStaged(j *stagedJob, out []float32) error {
 
 // dropStaged releases a job whose token ended early (an error), waiting
 // out any read still in flight on its slots.
-func (e *Engine) dropStaged(j *stagedJob) {
+func (w *worker) dropStaged(j *stagedJob) {
 	if j != nil {
-		e.releaseJob(j)
+		w.releaseJob(j)
 	}
 }
 
 // stagedErr returns (and clears) the token's staged failure.
-func (e *Engine) stagedErr() error {
-	if e.xio == nil {
+func (w *worker) stagedErr() error {
+	if w.xio == nil {
 		return nil
 	}
-	st := e.staged()
+	st := w.staged()
 	err := st.err
 	st.err = nil
 	return err

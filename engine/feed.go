@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"runtime/debug"
 )
 
 // Feed is one sequence's share of a StepFeeds pass: a decode token, or a
@@ -26,69 +25,35 @@ type Feed struct {
 // feed that does not fit its sequence's context, an empty feed or a
 // sequence listed twice is refused before anything is fed; any error
 // leaves every sequence as it was.
-func (e *Engine) StepFeeds(feeds []Feed) (out [][]float32, err error) {
-	starts := make([]int, len(feeds))
-	for i, f := range feeds {
+func (e *Engine) StepFeeds(feeds []Feed) ([][]float32, error) {
+	for i := range feeds {
 		if err := e.checkFeed(feeds, i); err != nil {
 			return nil, &batchErr{i, err}
 		}
-		starts[i] = f.Seq.s.pos
 	}
-	undo := func() {
-		for i, f := range feeds {
-			f.Seq.s.truncate(starts[i])
-			f.Seq.s.pos = starts[i]
-		}
+	b := &e.feedB
+	b.Reset()
+	for _, f := range feeds {
+		b.Add(f.Seq, f.Toks, f.Logits)
 	}
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if fe := e.faultError(recover()); fe != nil {
-			e.abandonLanes()
-			undo()
-			out, err = nil, fe
-		}
-	}()
-	out = make([][]float32, len(feeds))
-	// Columns in feed order, MaxBatch (e.batch) per pass; a feed may span
-	// two passes: its later columns see the keys its earlier ones stored.
-	type col struct{ feed, tok int }
-	var cols []col
-	for i, f := range feeds {
-		for t := range f.Toks {
-			cols = append(cols, col{i, t})
-		}
-	}
-	for b := 0; b < len(cols); b += e.batch {
-		cs := cols[b:min(b+e.batch, len(cols))]
-		ls := e.takeLanes(len(cs))
-		for k, ln := range ls {
-			f := &feeds[cs[k].feed]
-			ln.scratch.kv, ln.scratch.pos = f.Seq.s.kv, starts[cs[k].feed]+cs[k].tok
-			ln.col, ln.tok = &ln.scratch, f.Toks[cs[k].tok]
-			ln.logits = f.Logits && cs[k].tok == len(f.Toks)-1
-		}
-		e.runLanes(ls)
-		err := e.gatherLanes(ls)
-		for _, ln := range ls {
-			ln.scratch.kv = nil // the sequence's, not the lane's
-		}
-		if err != nil {
-			var be *batchErr
-			if errors.As(err, &be) {
-				err = &batchErr{cs[be.i].feed, be.err}
-			}
-			undo()
-			return nil, err
-		}
-		for k, ln := range ls {
-			if i := cs[k].feed; cs[k].tok == len(feeds[i].Toks)-1 {
-				feeds[i].Seq.obs.copyFrom(&ln.e.obs)
-				out[i] = ln.out
+	if err := e.Forward(b); err != nil {
+		var be *batchErr
+		if errors.As(err, &be) { // name the feed, not the column
+			at := 0
+			for i, f := range feeds {
+				if at += len(f.Toks); be.i < at {
+					err = &batchErr{i, be.err}
+					break
+				}
 			}
 		}
+		return nil, err
 	}
+	out := make([][]float32, len(feeds))
+	at := 0
 	for i, f := range feeds {
-		f.Seq.s.pos = starts[i] + len(f.Toks)
+		at += len(f.Toks)
+		out[i] = b.Logits(at - 1)
 	}
 	return out, nil
 }

@@ -114,45 +114,46 @@ func (p *matPlan) covers() bool {
 	return true
 }
 
-// matvec computes every output of plan p from one prepared activation,
-// splitting stripes across the pool. outs are zeroed first. Its operands
-// are copied into the engine's matvecJob, so a decode step's ~90 matvecs
+// matvec computes every output of plan p from one prepared activation
+// through the worker's runner: split across the pool for a lone token,
+// one stripe walk for every waiting column in a batch (matvec_batch.go).
+// outs are zeroed first, by the worker itself (a column in its own work
+// across the pool, not serially on the driver). Its operands are copied
+// into the worker's request and matvecJob, so a decode step's ~90 matvecs
 // allocate neither a closure nor their variadic outs.
-func (e *Engine) matvec(p *matPlan, a *actVec, outs ...[]float32) {
-	if ln := e.ln; ln != nil {
-		// A batch column: the driver runs p for every column at once
-		// (matvec_batch.go). The column clears its outputs itself, in
-		// its own work across the pool, not serially on the driver.
-		for _, o := range outs {
-			clear(o)
-		}
-		ln.outs = append(ln.outs[:0], outs...)
-		ln.req = request{p: p, a: a, outs: ln.outs}
-		ln.wait()
-		return
-	}
-	j := e.mv
-	j.load(p, a, e.readHook, outs)
-	defer j.reset()
-	if e.numa != nil {
-		e.numaMatvec(p, a, j.outs)
-		return
-	}
+func (w *worker) matvec(p *matPlan, a *actVec, outs ...[]float32) {
 	for _, o := range outs {
 		clear(o)
 	}
-	e.walkStripes(p)
+	w.outs = append(w.outs[:0], outs...)
+	w.req = request{p: p, a: a, outs: w.outs}
+	w.run.submit(w)
+	clear(w.outs)
+	w.req = request{}
 }
 
-// walkStripes runs plan p, loaded into the engine's matvecJob, across the
-// pool: two stripes per item where the kernel pairs p's tiles
-// (matvec_pairs.go), one otherwise.
-func (e *Engine) walkStripes(p *matPlan) {
-	if e.pairsPlan(p) {
-		e.pool.Run(pairCount(len(p.stripes)), e.mv.pairItem)
+// matvecNow runs a lone token's matvec (outs already zeroed) across the
+// pool, or across the NUMA nodes' groups.
+func (w *worker) matvecNow(p *matPlan, a *actVec, outs [][]float32) {
+	j := w.mv
+	j.load(p, a, w.readHook, outs)
+	defer j.reset()
+	if w.numa != nil {
+		w.numaMatvec(p, a, j.outs)
 		return
 	}
-	e.pool.Run(len(p.stripes), e.mv.item)
+	w.walkStripes(j, p)
+}
+
+// walkStripes runs plan p, loaded into matvecJob j, across the pool: two
+// stripes per item where the kernel pairs p's tiles (matvec_pairs.go),
+// one otherwise.
+func (e *Engine) walkStripes(j *matvecJob, p *matPlan) {
+	if e.pairsPlan(p) {
+		e.pool.Run(pairCount(len(p.stripes)), j.pairItem)
+		return
+	}
+	e.pool.Run(len(p.stripes), j.item)
 }
 
 // matvecJob holds the operands of the matvec an engine is running (one at

@@ -19,7 +19,7 @@ func (e *Engine) matvecLanes(p *matPlan, ls []*lane) {
 	if e.numa != nil && B == 1 && e.pairsPlan(p) {
 		// One column on a multi-node engine: numaMatvec's paired walk,
 		// a lone numaMatvec's bits, as numaMatvecLanes promises.
-		e.numaMatvec(p, ls[0].req.a, ls[0].req.outs)
+		e.numaMatvec(p, ls[0].w.req.a, ls[0].w.req.outs)
 		return
 	}
 	if e.numa != nil {
@@ -30,14 +30,17 @@ func (e *Engine) matvecLanes(p *matPlan, ls []*lane) {
 		// One column (a server with one client decoding): the decode
 		// walk, two stripes at once (matvec_pairs.go); DotBatch on one
 		// column is Dot, so the bits are the same.
-		e.mv.load(p, ls[0].req.a, hook, ls[0].req.outs)
-		e.walkStripes(p)
-		e.mv.reset()
+		// The lone worker's job is free: it runs no pass while a
+		// batched pass does.
+		j := e.lone.mv
+		j.load(p, ls[0].w.req.a, hook, ls[0].w.req.outs)
+		e.walkStripes(j, p)
+		j.reset()
 		return
 	}
 	xs := make([]*quant.Vec, B)
 	for j, ln := range ls {
-		xs[j] = ln.req.a.v
+		xs[j] = ln.w.req.a.v
 	}
 	// With several threads each stripe is split into column chunks (a
 	// multiple of 4 columns, so every column meets the same four-column or
@@ -78,7 +81,7 @@ func (e *Engine) matvecLanes(p *matPlan, ls []*lane) {
 			if r := int(t.RowOffset); r != row {
 				row = r
 				for j, ln := range ls[j0:j1] {
-					ys[j] = ln.req.outs[s.out][row:]
+					ys[j] = ln.w.req.outs[s.out][row:]
 				}
 			}
 			quant.DotBatch(&t.Tile, xs[j0:j1], int(t.ColOffset), ys)

@@ -19,7 +19,7 @@ func (e *Engine) numaMatvecLanes(p *matPlan, ls []*lane) {
 	B := len(ls)
 	xs := make([]*quant.Vec, B)
 	for j, ln := range ls {
-		xs[j] = ln.req.a.v
+		xs[j] = ln.w.req.a.v
 	}
 	// Column j's scratch for output o of node g: bs[g][(j·outs+o)·dim:].
 	dim := 0
@@ -58,7 +58,7 @@ func (e *Engine) numaMatvecLanes(p *matPlan, ls []*lane) {
 					views[j] = bs[o+s.row : o+s.row+s.rows]
 					clear(views[j])
 				} else {
-					views[j] = ln.req.outs[s.out][s.row : s.row+s.rows]
+					views[j] = ln.w.req.outs[s.out][s.row : s.row+s.rows]
 				}
 			}
 			for k, t := range s.tiles {
@@ -77,7 +77,7 @@ func (e *Engine) numaMatvecLanes(p *matPlan, ls []*lane) {
 	e.finishNodes()
 	for j, ln := range ls {
 		for _, r := range np.reds {
-			out := ln.req.outs[r.out]
+			out := ln.w.req.outs[r.out]
 			clear(out[r.row : r.row+r.rows])
 			for _, pt := range r.parts {
 				o := (j*nOut + r.out) * dim

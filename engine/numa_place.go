@@ -210,7 +210,7 @@ func (pl *placement) copyTiles() error {
 // first by the node's own workers.
 func (pl *placement) scratch() error {
 	e := pl.e
-	b := &e.bf
+	b := &e.lone.bf // every worker's buffers have these sizes
 	n := max(e.d, len(b.logits), len(b.q), len(b.k), len(b.g), len(b.eg), len(b.router))
 	for g := range e.numa.topo.Nodes {
 		a, err := numa.NewArena(uintptr(3 * n * 4))

@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"runtime/debug"
 )
 
 // Sequence is one sequence's state on an Engine — its position, KV caches
@@ -59,12 +58,12 @@ func (o *Observation) copyFrom(src *Observation) {
 }
 
 // Prefill feeds toks to the default sequence as batched prefill (each
-// weight tile read once per MaxBatch tokens) and returns the logits after
-// the last token, exactly what feeding them one by one with Step returns.
-// The slice is reused by the next call. If the tokens do not fit the
-// context, nothing is fed and the error wraps ErrContextFull.
+// weight tile read once per Options.Batch tokens) and returns the logits
+// after the last token, exactly what feeding them one by one with Step
+// returns. The slice is reused by the next call. If the tokens do not fit
+// the context, nothing is fed and the error wraps ErrContextFull.
 func (e *Engine) Prefill(toks []int) ([]float32, error) {
-	return e.prefill(&e.seq, toks, nil, &e.obs)
+	return e.PrefillSequence(e.def, toks, nil)
 }
 
 // PrefillEach is Prefill that also hands each(i, logits, obs) every
@@ -75,71 +74,54 @@ func (e *Engine) PrefillEach(toks []int, each func(i int, logits []float32, obs 
 	if each == nil {
 		return errors.New("runtime: PrefillEach needs a callback")
 	}
-	_, err := e.prefill(&e.seq, toks, each, &e.obs)
+	_, err := e.PrefillSequence(e.def, toks, each)
 	return err
 }
 
-// PrefillSequence is Prefill on sequence q (each may be nil).
+// PrefillSequence is Prefill on sequence q (each may be nil): Forward of
+// q's next positions, one pass of Options.Batch columns at a time when
+// each wants every position's logits (so they need not all be kept).
 func (e *Engine) PrefillSequence(q *Sequence, toks []int, each func(i int, logits []float32, obs *Observation) error) ([]float32, error) {
-	if q.own != e {
+	if q == nil || q.own != e {
 		return nil, errors.New("runtime: the sequence belongs to another engine")
 	}
-	return e.prefill(&q.s, toks, each, &q.obs)
-}
-
-// prefill feeds toks to s in batches of e.batch columns, leaving the last
-// token's observation in obs.
-func (e *Engine) prefill(s *seq, toks []int, each func(int, []float32, *Observation) error, obs *Observation) (last []float32, err error) {
-	start := s.pos
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if fe := e.faultError(recover()); fe != nil {
-			e.abandonLanes()
-			s.truncate(start)
-			s.pos = start
-			last, err = nil, fe
-		}
-	}()
 	if len(toks) == 0 {
 		return nil, errors.New("runtime: no tokens to prefill")
 	}
-	for i, t := range toks {
-		if t < 0 || t >= int(e.h.VocabSize) {
-			return nil, fmt.Errorf("runtime: token %d (at %d) outside the vocabulary 0..%d", t, i, e.h.VocabSize-1)
-		}
-	}
-	if n := s.pos + len(toks); n > int(e.h.MaxSeqLen) {
-		return nil, fmt.Errorf("%w: %d tokens at position %d need %d positions, the model's KV cache holds %d",
-			ErrContextFull, len(toks), s.pos, n, e.h.MaxSeqLen)
-	}
-	for b := 0; b < len(toks); b += e.batch {
-		bt := toks[b:min(b+e.batch, len(toks))]
-		ls := e.takeLanes(len(bt))
-		for i, ln := range ls {
-			ln.scratch.kv, ln.scratch.pos = s.kv, s.pos+i
-			ln.col, ln.tok = &ln.scratch, bt[i]
-			ln.logits = each != nil || b+i == len(toks)-1
-		}
-		e.runLanes(ls)
-		err := e.gatherLanes(ls)
-		for _, ln := range ls {
-			ln.scratch.kv = nil // the sequence's, not the lane's
-		}
-		if err != nil {
-			s.truncate(start)
-			s.pos = start
+	b := &e.prefillB
+	if each == nil {
+		b.Reset()
+		b.Add(q, toks, true)
+		if err := e.Forward(b); err != nil {
 			return nil, err
 		}
-		s.pos += len(bt)
-		obs.copyFrom(&ls[len(ls)-1].e.obs)
-		last = ls[len(ls)-1].out
-		if each != nil {
-			for i, ln := range ls {
-				if err := each(b+i, ln.out, &ln.e.obs); err != nil {
-					return nil, err
-				}
+		return b.Logits(b.Len() - 1), nil
+	}
+	if n := q.Pos() + len(toks); n > int(e.h.MaxSeqLen) {
+		return nil, fmt.Errorf("%w: %d tokens at position %d need %d positions, the model's KV cache holds %d",
+			ErrContextFull, len(toks), q.Pos(), n, e.h.MaxSeqLen)
+	}
+	for _, t := range toks {
+		if t < 0 || t >= int(e.h.VocabSize) {
+			return nil, fmt.Errorf("runtime: token %d outside the vocabulary 0..%d", t, e.h.VocabSize-1)
+		}
+	}
+	var last []float32
+	for at := 0; at < len(toks); at += e.batch {
+		b.Reset()
+		b.Add(q, toks[at:min(at+e.batch, len(toks))], true)
+		for i := range b.Want {
+			b.Want[i] = true
+		}
+		if err := e.Forward(b); err != nil {
+			return nil, err
+		}
+		for i := range b.Len() {
+			if err := each(at+i, b.Logits(i), b.Observation(i)); err != nil {
+				return nil, err
 			}
 		}
+		last = b.Logits(b.Len() - 1)
 	}
 	return last, nil
 }
@@ -163,38 +145,10 @@ func (e *Engine) StepBatch(seqs []*Sequence, toks []int) ([][]float32, error) {
 	return e.StepFeeds(feeds)
 }
 
-// takeLanes returns n column views (n ≤ MaxBatch), creating them on first
-// use; StepBatch's outputs live in them until the next batch.
+// takeLanes returns n columns (n ≤ MaxBatch), creating them on first use.
 func (e *Engine) takeLanes(n int) []*lane {
 	for len(e.lanes) < n {
 		e.lanes = append(e.lanes, e.newLane())
 	}
 	return e.lanes[:n]
-}
-
-// gatherLanes folds the columns' counters into the engine's (byte counts
-// are per token fed, as if each were alone; a batch reads the shared
-// tiles once) and returns the first column's error.
-func (e *Engine) gatherLanes(ls []*lane) error {
-	var err error
-	for i, ln := range ls {
-		v := &ln.e
-		if ln.err != nil && err == nil {
-			err = &batchErr{i, ln.err}
-		}
-		t, lt := &e.stats.Total, &v.stats.Total
-		t.Attn += lt.Attn
-		t.Dense += lt.Dense
-		t.Router += lt.Router
-		t.Experts += lt.Experts
-		t.Embed += lt.Embed
-		t.LMHead += lt.LMHead
-		e.stats.Tokens += v.stats.Tokens
-		e.stats.Last = v.stats.Last
-		for k := range e.prepCount {
-			e.prepCount[k] += v.prepCount[k]
-		}
-		v.stats, v.prepCount = Stats{}, [numStreams]int64{}
-	}
-	return err
 }

@@ -127,9 +127,9 @@ func (s *seq) truncate(pos int) {
 
 // startToken clears what a token that failed left in the queue and starts
 // both streams from the embedding in x.
-func (e *Engine) startToken(s *seq) {
+func (w *worker) startToken(s *seq) {
 	for _, q := range s.queue {
-		e.dropStaged(q.job)
+		w.dropStaged(q.job)
 		s.free = append(s.free, q.v)
 	}
 	s.queue, s.open = s.queue[:0], -1
@@ -138,25 +138,25 @@ func (e *Engine) startToken(s *seq) {
 }
 
 // enqueue copies v into s's expert queue for target layer t.
-func (e *Engine) enqueue(s *seq, t int, v []float32) {
+func (w *worker) enqueue(s *seq, t int, v []float32) {
 	var buf []float32
 	if n := len(s.free); n > 0 {
 		buf, s.free = s.free[n-1], s.free[:n-1]
 	} else {
-		buf = make([]float32, e.d)
+		buf = make([]float32, w.d)
 	}
 	copy(buf, v)
-	s.queue = append(s.queue, queued{target: t, v: buf, job: e.takeStaged()})
+	s.queue = append(s.queue, queued{target: t, v: buf, job: w.takeStaged()})
 }
 
 // inject adds every queued output whose target is ≤ t to s.x, in the order
 // they were queued, and drops them from the queue.
-func (e *Engine) inject(s *seq, t int) {
+func (w *worker) inject(s *seq, t int) {
 	keep := s.queue[:0]
 	for _, q := range s.queue {
 		if q.target <= t {
 			if q.job != nil {
-				e.finishStaged(q.job, q.v)
+				w.finishStaged(q.job, q.v)
 			}
 			addTo(s.x, q.v)
 			s.free = append(s.free, q.v)

@@ -1,58 +1,36 @@
 package engine
 
 import (
-	"fmt"
-	"runtime/debug"
+	"errors"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/engine/plan"
 )
 
 // Step feeds token tok at position Pos() and returns the logits for the
-// next position. The slice is reused by the next Step. Going past
-// Header.MaxSeqLen returns ErrContextFull; any error leaves the engine as
-// it was before the call.
-func (e *Engine) Step(tok int) (logits []float32, err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer e.faultAsError(&e.seq, &logits, &err)
-	return e.step(&e.seq, tok)
-}
-
-// checkToken refuses a token outside the vocabulary or a sequence whose
-// cache is full, before anything is computed.
-func (e *Engine) checkToken(s *seq, tok int) error {
-	if tok < 0 || tok >= int(e.h.VocabSize) {
-		return fmt.Errorf("runtime: token %d outside the vocabulary 0..%d", tok, e.h.VocabSize-1)
-	}
-	if s.pos >= int(e.h.MaxSeqLen) {
-		return fmt.Errorf("%w: the model's KV cache holds %d positions", ErrContextFull, e.h.MaxSeqLen)
-	}
-	return nil
-}
-
-// step is Step on sequence s: one token through every layer, one weight
-// pass for this token alone.
-func (e *Engine) step(s *seq, tok int) ([]float32, error) {
-	if err := e.checkToken(s, tok); err != nil {
+// next position: Forward of one column of the default sequence. The slice
+// is reused by the next Step. Going past Header.MaxSeqLen returns
+// ErrContextFull; any error leaves the engine as it was before the call.
+func (e *Engine) Step(tok int) ([]float32, error) {
+	b := &e.stepB
+	b.Seqs = append(b.Seqs[:0], e.def)
+	b.Tokens = append(b.Tokens[:0], tok)
+	b.Positions = append(b.Positions[:0], e.def.s.pos)
+	b.Want = append(b.Want[:0], true)
+	if err := e.Forward(b); err != nil {
+		var be *batchErr
+		if errors.As(err, &be) {
+			return nil, be.err // one column: the error is the token's
+		}
 		return nil, err
 	}
-	e.stats.Last = StreamBytes{}
-	e.embedRow(tok, s.x)
-	if err := e.runPlan(s); err != nil {
-		s.truncate(s.pos)
-		return nil, err
-	}
-	e.obs.PreLMHeadNorm = norm2(s.x)
-	logits := e.finalLogits(s.x)
-	s.pos++
-	e.countToken()
-	return logits, nil
+	return b.logits[0], nil
 }
 
 // countToken adds the last token's byte counts to the totals.
-func (e *Engine) countToken() {
-	e.stats.Tokens++
-	l, t := &e.stats.Last, &e.stats.Total
+func (w *worker) countToken() {
+	w.stats.Tokens++
+	l, t := &w.stats.Last, &w.stats.Total
 	t.Attn += l.Attn
 	t.Dense += l.Dense
 	t.Router += l.Router
@@ -66,17 +44,17 @@ func (e *Engine) countToken() {
 // its combine style names; the style's combiner (e.style) does the
 // arithmetic around the streams; this loop keeps the plan's order and
 // closes each pass before the next one's attention.
-func (e *Engine) runPlan(s *seq) error {
-	style, c := e.h.CombineStyle, e.style
-	e.startToken(s)
-	for _, st := range e.steps {
-		lp := e.layers[st.Layer]
+func (w *worker) runPlan(s *seq) error {
+	style, c := w.h.CombineStyle, w.style
+	w.startToken(s)
+	for _, st := range w.steps {
+		lp := w.layers[st.Layer]
 		switch st.Stream {
 		case plan.Attn:
-			e.closePass(s)
+			w.closePass(s)
 			s.open, s.hasF, s.hasE, s.hasH = st.Pass, false, false, false
-			c.preAttention(e, s, st.Pass)
-			e.attention(s, st.Pass, lp, s.residual(style.AttentionReads()), s.m)
+			c.preAttention(w, s, st.Pass)
+			w.attention(s, st.Pass, lp, s.residual(style.AttentionReads()), s.m)
 			c.postAttention(s)
 		case plan.Dense:
 			out := c.denseOut(s, st)
@@ -85,27 +63,27 @@ func (e *Engine) runPlan(s *seq) error {
 				continue
 			}
 			if style.FFNReads() == cflowfmt.ResidualDelayed {
-				e.closePass(s) // the FFN reads x_out of the layer just run
+				w.closePass(s) // the FFN reads x_out of the layer just run
 			}
-			e.ffn(lp, e.ffnInput(s, lp), out)
+			w.ffn(lp, w.ffnInput(s, lp), out)
 		case plan.MoE:
-			if err := e.experts(s, st.Pass, lp); err != nil {
+			if err := w.experts(s, st.Pass, lp); err != nil {
 				return err
 			}
 		}
 	}
-	e.closePass(s)
-	c.finish(e, s)
-	return e.stagedErr()
+	w.closePass(s)
+	c.finish(w, s)
+	return w.stagedErr()
 }
 
 // closePass combines s's open pass into x_out by its combine style and
 // records ‖x_out‖₂.
-func (e *Engine) closePass(s *seq) {
+func (w *worker) closePass(s *seq) {
 	p := s.open
 	if p < 0 {
 		return
 	}
 	s.open = -1
-	e.obs.ResidualNorms[p] = norm2(e.style.combine(e, s, p))
+	w.obs.ResidualNorms[p] = norm2(w.style.combine(w, s, p))
 }

@@ -1,6 +1,8 @@
 package serve
 
 import (
+	"fmt"
+
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/engine"
 )
@@ -28,15 +30,16 @@ type slotFeed struct {
 }
 
 // batched is the backend of one engine.Engine with one engine.Sequence
-// (its own KV cache) per slot: a tick's feeds go through Engine.StepFeeds,
-// one pass over the weight tiles for every decode token and prompt chunk.
-// Each sequence's logits are bit-identical to what Step gives it alone.
+// (its own KV cache) per slot: a tick is one engine.Batch through
+// Engine.Forward, one pass over the weight tiles for every decode token
+// and prompt chunk. Each sequence's logits are bit-identical to what Step
+// gives it alone.
 type batched struct {
-	e    *engine.Engine
-	seqs []*engine.Sequence
-	fs   []engine.Feed
-	out  [][]float32
-	errs []error
+	e     *engine.Engine
+	seqs  []*engine.Sequence
+	batch engine.Batch
+	out   [][]float32
+	errs  []error
 }
 
 func newBatched(m *cflowfmt.Model, slots int, opt engine.Options) (*batched, error) {
@@ -54,27 +57,47 @@ func newBatched(m *cflowfmt.Model, slots int, opt engine.Options) (*batched, err
 func (b *batched) reset(slot int) { b.seqs[slot].Reset() }
 
 func (b *batched) feed(fs []slotFeed) ([][]float32, []error) {
-	b.fs, b.errs = b.fs[:0], b.errs[:0]
-	for _, f := range fs {
-		b.fs = append(b.fs, engine.Feed{Seq: b.seqs[f.slot], Toks: f.toks, Logits: f.logits})
-		b.errs = append(b.errs, nil)
+	b.out, b.errs = b.out[:0], b.errs[:0]
+	for range fs {
+		b.out, b.errs = append(b.out, nil), append(b.errs, nil)
 	}
-	out, err := b.e.StepFeeds(b.fs)
-	if err == nil {
-		return out, b.errs
+	if err := b.tick(fs, b.out); err == nil {
+		return b.out, b.errs
 	}
 	// A refused or failed tick feeds nothing: feed each slot alone to
 	// tell the failing sequence from the others.
-	b.out = b.out[:0]
-	for i := range b.fs {
-		l, err := b.e.StepFeeds(b.fs[i : i+1])
-		if err != nil {
-			b.out, b.errs[i] = append(b.out, nil), err
-			continue
+	for i := range fs {
+		if b.errs[i] = b.tick(fs[i:i+1], b.out[i:i+1]); b.errs[i] == nil {
+			b.out[i] = append([]float32(nil), b.out[i]...)
 		}
-		b.out = append(b.out, append([]float32(nil), l[0]...))
 	}
 	return b.out, b.errs
 }
 
+// tick runs fs as one batch, leaving feed k's logits (when asked) in
+// out[k]. A slot listed twice or an empty feed is refused before anything
+// is fed (the scheduler makes neither).
+func (b *batched) tick(fs []slotFeed, out [][]float32) error {
+	b.batch.Reset()
+	for i, f := range fs {
+		for _, g := range fs[:i] {
+			if g.slot == f.slot {
+				return fmt.Errorf("slot %d fed twice in one tick", f.slot)
+			}
+		}
+		if len(f.toks) == 0 {
+			return fmt.Errorf("slot %d: no tokens to feed", f.slot)
+		}
+		b.batch.Add(b.seqs[f.slot], f.toks, f.logits)
+	}
+	if err := b.e.Forward(&b.batch); err != nil {
+		return err
+	}
+	at := 0
+	for k, f := range fs {
+		at += len(f.toks)
+		out[k] = b.batch.Logits(at - 1)
+	}
+	return nil
+}
 func (b *batched) close() { b.e.Close() }

@@ -1,7 +1,7 @@
 // Package serve is cflowc serve: an OpenAI-compatible HTTP server (chat and
 // text completions, streaming or not, models, health) over one model file.
 // One scheduler goroutine owns the engine and advances every active
-// sequence each tick in one pass over the weights (engine.StepFeeds: each
+// sequence each tick in one pass over the weights (one engine.Batch through engine.Forward: each
 // decoding sequence's token and chunks of new prompts together; each
 // sequence has its own KV cache; requests join and leave between ticks);
 // handlers only parse, validate and stream. Decoding is the generate
