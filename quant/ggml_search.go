@@ -30,19 +30,24 @@ func makeQxQuants(n, nmax int, x []float32, l []int8, qw []float32) float32 {
 		return 0
 	}
 	fnmax := float32(nmax)
-	weight := func(i int) float32 {
-		if qw != nil {
-			return qw[i]
+	// The weights, computed once (the C recomputes the same x² each pass).
+	var wbuf [32]float32
+	ws := wbuf[:n]
+	if qw != nil {
+		ws = qw[:n]
+	} else {
+		for i := 0; i < n; i++ {
+			ws[i] = float32(x[i] * x[i])
 		}
-		return float32(x[i] * x[i])
 	}
-	clampL := func(v int32) int32 { return max32(int32(-nmax), min32(int32(nmax-1), v)) }
+	lo, hi := int32(-nmax), int32(nmax-1)
+	clampL := func(v int32) int32 { return max32(lo, min32(hi, v)) }
 	iscale := -fnmax / max
 	var sumlx, suml2 float32
 	for i := 0; i < n; i++ {
 		li := clampL(nearestInt(float32(iscale * x[i])))
 		l[i] = int8(li + int32(nmax))
-		w := weight(i)
+		w := ws[i]
 		fl := float32(li)
 		sumlx += float32(float32(w*x[i]) * fl)
 		suml2 += float32(float32(w*fl) * fl)
@@ -60,7 +65,7 @@ func makeQxQuants(n, nmax int, x []float32, l []int8, qw []float32) float32 {
 		sumlx, suml2 = 0, 0
 		for i := 0; i < n; i++ {
 			fl := float32(clampL(nearestInt(float32(iscale * x[i]))))
-			w := weight(i)
+			w := ws[i]
 			sumlx += float32(float32(w*x[i]) * fl)
 			suml2 += float32(float32(w*fl) * fl)
 		}
@@ -107,14 +112,12 @@ func makeQkxQuants(n, nmax int, x, weights []float32, l []uint8, laux []uint8,
 		return 0, -min
 	}
 	fnmax := float32(nmax)
-	level := func(iscale, v float32) int32 {
-		return max32(0, min32(int32(nmax), nearestInt(float32(iscale*float32(v-min)))))
-	}
+	top := int32(nmax)
 	iscale := fnmax / float32(max-min)
 	scale = 1 / iscale
 	var bestErr float32
 	for i := 0; i < n; i++ {
-		l[i] = uint8(level(iscale, x[i]))
+		l[i] = uint8(max32(0, min32(top, nearestInt(float32(iscale*float32(x[i]-min))))))
 		diff := float32(float32(scale*float32(l[i]))+min) - x[i]
 		diff = float32(diff * diff)
 		bestErr += float32(weights[i] * diff)
@@ -126,7 +129,8 @@ func makeQkxQuants(n, nmax int, x, weights []float32, l []uint8, laux []uint8,
 		iscale = float32(float32(rmin+float32(rdelta*float32(is)))+fnmax) / float32(max-min)
 		var sumL, sumL2, sumXL float32
 		for i := 0; i < n; i++ {
-			li := level(iscale, x[i])
+			// min is the best so far: the C reads it after each update.
+			li := max32(0, min32(top, nearestInt(float32(iscale*float32(x[i]-min)))))
 			laux[i] = uint8(li)
 			w := weights[i]
 			fl := float32(li)
