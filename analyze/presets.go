@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/engine/plan"
 )
@@ -19,7 +20,7 @@ type preset struct {
 
 // trainedGeometry is the report's trained scale (§4.5): d 512, FFN 2048,
 // 6 layers, 8 heads of 64, 8 experts top-2 of width 512.
-func trainedGeometry(name string, combine cflowfmt.CombineStyle, dd, de uint8, dense, moe bool, layers, iters int) Model {
+func trainedGeometry(name string, combine archspec.CombineStyle, dd, de uint8, dense, moe bool, layers, iters int) Model {
 	h := cflowfmt.Header{HiddenSize: 512, NumLayers: uint32(layers), NumHeads: 8, NumKVHeads: 8, HeadDim: 64,
 		DenseDelay: dd, ExpertDelay: de, CombineStyle: combine}
 	if dense {
@@ -33,30 +34,30 @@ func trainedGeometry(name string, combine cflowfmt.CombineStyle, dd, de uint8, d
 
 var presets = map[string]preset{
 	"naive": {"arch2_4 geometry with no delays (the 9.00 MiB baseline)", func() Model {
-		return trainedGeometry("naive", cflowfmt.PreNorm, 0, 0, true, true, 6, 1)
+		return trainedGeometry("naive", archspec.PreNorm, 0, 0, true, true, 6, 1)
 	}},
 	"arch1_decoupled_streams": {"report geometry, dense only, δd=δe=0", func() Model {
-		return trainedGeometry("arch1_decoupled_streams", cflowfmt.DecoupledStreams, 0, 0, true, true, 6, 1)
+		return trainedGeometry("arch1_decoupled_streams", archspec.DecoupledStreams, 0, 0, true, true, 6, 1)
 	}},
 	"arch2_4_combined": {"report geometry, DelayedSum δd=1 δe=2", func() Model {
-		return trainedGeometry("arch2_4_combined", cflowfmt.DelayedSum, 1, 2, true, true, 6, 1)
+		return trainedGeometry("arch2_4_combined", archspec.DelayedSum, 1, 2, true, true, 6, 1)
 	}},
 	"arch2_4_sync": {"report geometry, DelayedSum δd=1 δe=0", func() Model {
-		return trainedGeometry("arch2_4_sync", cflowfmt.DelayedSum, 1, 0, true, true, 6, 1)
+		return trainedGeometry("arch2_4_sync", archspec.DelayedSum, 1, 0, true, true, 6, 1)
 	}},
 	"arch3_pipeline_registers": {"report geometry, δd=δe=0", func() Model {
-		return trainedGeometry("arch3_pipeline_registers", cflowfmt.PipelineRegisters, 0, 0, true, true, 6, 1)
+		return trainedGeometry("arch3_pipeline_registers", archspec.PipelineRegisters, 0, 0, true, true, 6, 1)
 	}},
 	"arch4_async_experts": {"report geometry, AsyncExperts δd=0 δe=2", func() Model {
-		return trainedGeometry("arch4_async_experts", cflowfmt.AsyncExperts, 0, 2, true, true, 6, 1)
+		return trainedGeometry("arch4_async_experts", archspec.AsyncExperts, 0, 2, true, true, 6, 1)
 	}},
 	"arch5_fixed_point": {"report geometry, 2 dense blocks × 3 iterations (the paper's 14.06 MB does not follow from the rule)", func() Model {
-		m := trainedGeometry("arch5_fixed_point", cflowfmt.PreNorm, 0, 0, true, false, 2, 3)
+		m := trainedGeometry("arch5_fixed_point", archspec.PreNorm, 0, 0, true, false, 2, 3)
 		return m
 	}},
 	"arch2_4_8k_16l": {"d 8192, FFN 32768, 8 experts top-2 of 4096, 16 layers, 64 heads of 128, δd=1 δe=2", func() Model {
 		h := cflowfmt.Header{HiddenSize: 8192, IntermediateSize: 32768, NumLayers: 16, NumHeads: 64, NumKVHeads: 64, HeadDim: 128,
-			NumExperts: 8, TopK: 2, ExpertIntermediateSize: 4096, DenseDelay: 1, ExpertDelay: 2, CombineStyle: cflowfmt.DelayedSum}
+			NumExperts: 8, TopK: 2, ExpertIntermediateSize: 4096, DenseDelay: 1, ExpertDelay: 2, CombineStyle: archspec.DelayedSum}
 		return FromHeaderGeometry("arch2_4_8k_16l", &h, 1, nil, q4BytesPerParam)
 	}},
 	"gemma4_26b_a4b": {"the real Gemma 4 26B-A4B as transformers defines it (gemma4_text): d 2816, 30 layers (25 sliding: 16 heads of 256, 8 KV heads; 5 full: 16 heads of 512, 2 KV heads, K = V), every layer the MLP 2112 and 128 experts top-8 of 704, sequential (no delays)", gemma4RealModel},
@@ -89,7 +90,7 @@ func gemma4Model() Model {
 	}
 	m.Kinds = kinds
 	m.Params = plan.Params{Layers: 30, BlockIterations: 1, DenseDelay: 1, ExpertDelay: 2,
-		Combine: cflowfmt.DelayedSum, HasDense: true, HasMoE: true}
+		Combine: archspec.DelayedSum, HasDense: true, HasMoE: true}
 	return m
 }
 
@@ -116,7 +117,7 @@ func gemma4RealModel() Model {
 		m.Layers = append(m.Layers, b)
 	}
 	m.Kinds = kinds
-	m.Params = plan.Params{Layers: 30, BlockIterations: 1, Combine: cflowfmt.PreNorm, HasDense: true, HasMoE: true}
+	m.Params = plan.Params{Layers: 30, BlockIterations: 1, Combine: archspec.PreNorm, HasDense: true, HasMoE: true}
 	return m
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/cflowfmt/fmttest"
 	"github.com/cflow-dev/cflow/quant"
@@ -20,7 +21,7 @@ import (
 func TestRunAccountsBytesPerToken(t *testing.T) {
 	h := cflowfmt.Header{Version: cflowfmt.Version, HiddenSize: 96, IntermediateSize: 200, VocabSize: 300,
 		NumLayers: 2, MaxSeqLen: 32, NumHeads: 4, NumKVHeads: 2, HeadDim: 24, TileRows: 64, TileCols: 96,
-		QuantType: quant.Q4_0, CombineStyle: cflowfmt.PreNorm}
+		QuantType: quant.Q4_0, CombineStyle: archspec.PreNorm}
 	md := cflowfmt.NewMetadata()
 	md.SetF32(cflowfmt.KeyRMSEps, 1e-5)
 	path := filepath.Join(t.TempDir(), "m.cflow")
@@ -96,7 +97,7 @@ func TestRunAccountsBytesPerToken(t *testing.T) {
 func TestRunRefusesMoreTokensThanContext(t *testing.T) {
 	h := cflowfmt.Header{Version: cflowfmt.Version, HiddenSize: 32, IntermediateSize: 32, VocabSize: 10,
 		NumLayers: 1, MaxSeqLen: 4, NumHeads: 1, NumKVHeads: 1, HeadDim: 32, TileRows: 32, TileCols: 32,
-		QuantType: quant.F32, CombineStyle: cflowfmt.PreNorm}
+		QuantType: quant.F32, CombineStyle: archspec.PreNorm}
 	f := openModel(t, h, 1)
 	if _, err := Run(f.Model, Config{Tokens: 5}); err == nil {
 		t.Error("5 tokens on a 4-position model: no error")
@@ -109,7 +110,7 @@ func TestRunRefusesMoreTokensThanContext(t *testing.T) {
 func TestRunPromptOnly(t *testing.T) {
 	h := cflowfmt.Header{Version: cflowfmt.Version, HiddenSize: 64, IntermediateSize: 96, VocabSize: 50,
 		NumLayers: 2, MaxSeqLen: 32, NumHeads: 2, NumKVHeads: 1, HeadDim: 32, TileRows: 32, TileCols: 64,
-		QuantType: quant.Q8_0, CombineStyle: cflowfmt.PreNorm}
+		QuantType: quant.Q8_0, CombineStyle: archspec.PreNorm}
 	f := openModel(t, h, 2)
 	r, err := Run(f.Model, Config{Threads: 1, Prompt: 20, Runs: 3, ProbeBytes: 1 << 20, ProbeRuns: 1})
 	if err != nil {
@@ -143,7 +144,7 @@ func TestRunPromptOnly(t *testing.T) {
 func TestRunParallel(t *testing.T) {
 	h := cflowfmt.Header{Version: cflowfmt.Version, HiddenSize: 64, IntermediateSize: 96, VocabSize: 50,
 		NumLayers: 2, MaxSeqLen: 32, NumHeads: 2, NumKVHeads: 1, HeadDim: 32, TileRows: 32, TileCols: 64,
-		QuantType: quant.Q4_0, CombineStyle: cflowfmt.PreNorm}
+		QuantType: quant.Q4_0, CombineStyle: archspec.PreNorm}
 	f := openModel(t, h, 4)
 	cfg := Config{Threads: 2, Tokens: 6, Runs: 2, Warmup: 1, ProbeBytes: 1 << 20, ProbeRuns: 3}
 	one, err := Run(f.Model, cfg)
@@ -177,7 +178,7 @@ func TestRunParallel(t *testing.T) {
 func TestRunReportsNUMA(t *testing.T) {
 	h := cflowfmt.Header{Version: cflowfmt.Version, HiddenSize: 64, IntermediateSize: 96, VocabSize: 50,
 		NumLayers: 2, MaxSeqLen: 32, NumHeads: 2, NumKVHeads: 1, HeadDim: 32, TileRows: 32, TileCols: 64,
-		QuantType: quant.Q4_0, CombineStyle: cflowfmt.PreNorm}
+		QuantType: quant.Q4_0, CombineStyle: archspec.PreNorm}
 	f := openModel(t, h, 4)
 	cfg := Config{Threads: 2, Tokens: 2, Runs: 1, ProbeBytes: 1 << 20, ProbeRuns: 1}
 	r, err := Run(f.Model, cfg)

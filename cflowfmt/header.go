@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/quant"
 )
 
@@ -68,7 +69,7 @@ type Header struct {
 	LayerTableOffset       uint64
 	DenseDelay             uint8
 	ExpertDelay            uint8
-	CombineStyle           CombineStyle
+	CombineStyle           archspec.CombineStyle
 	FeatureFlags           uint8
 	FinalLogitSoftcap      float32 // 0 = off
 }
@@ -152,7 +153,7 @@ func (h *Header) UnmarshalBinary(b []byte) error {
 		LayerTableOffset:       le.Uint64(b[72:]),
 		DenseDelay:             b[80],
 		ExpertDelay:            b[81],
-		CombineStyle:           CombineStyle(b[82]),
+		CombineStyle:           archspec.CombineStyle(b[82]),
 		FeatureFlags:           b[83],
 		FinalLogitSoftcap:      math.Float32frombits(le.Uint32(b[84:])),
 	}

@@ -35,7 +35,7 @@ const (
 type Layer struct {
 	AttnNorm []float32 // Na
 	FFNNorm  []float32 // Nf (nil when the layer has neither dense FFN nor MoE using it)
-	MoENorm  []float32 // Nr, DelayedSum only
+	MoENorm  []float32 // Nr, archspec.DelayedSum only
 	QKV      []MappedTile
 	O        []MappedTile
 	GateUp   []MappedTile

@@ -26,7 +26,7 @@ const (
 	MatLMHead     MatrixID = 12
 	MatAttnNorm   MatrixID = 13 // Na, 1×d, always F32
 	MatFFNNorm    MatrixID = 14 // Nf
-	MatMoENorm    MatrixID = 15 // Nr (DelayedSum)
+	MatMoENorm    MatrixID = 15 // Nr (archspec.DelayedSum)
 	MatFinalNorm  MatrixID = 16
 	numMatrixIDs           = 17
 )

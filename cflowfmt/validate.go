@@ -3,6 +3,8 @@ package cflowfmt
 import (
 	"fmt"
 	"math"
+
+	"github.com/cflow-dev/cflow/archspec"
 )
 
 // MaxPasses bounds the layer passes of one token (layers × block
@@ -97,7 +99,7 @@ var wellKnownTypes = map[string]MetaType{
 // have no defined semantics (spec, "Execution plan"). The header check and
 // runtime/plan both call it, so a file the plan would refuse never passes
 // Open or inspect --check.
-func CheckSchedule(style CombineStyle, layers, iters, denseDelay, expertDelay int, hasDense, hasMoE bool) error {
+func CheckSchedule(style archspec.CombineStyle, layers, iters, denseDelay, expertDelay int, hasDense, hasMoE bool) error {
 	switch {
 	case layers <= 0:
 		return fmt.Errorf("plan: %d layers", layers)

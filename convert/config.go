@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/archspec"
 )
 
 // This file is the decoding step: the one place a config document is read
@@ -232,15 +232,15 @@ func (r *ropeParameters) decodeCfg(c cfgMap, key string) error {
 
 // combineValue is config "combine_style", a name or an integer.
 type combineValue struct {
-	style cflowfmt.CombineStyle
+	style archspec.CombineStyle
 	set   bool
 }
 
 func (cv *combineValue) decodeCfg(c cfgMap, key string) error {
 	if s, isStr := c.m[key].(string); isStr {
-		for i := 0; cflowfmt.CombineStyle(i).Valid(); i++ {
-			if strings.EqualFold(cflowfmt.CombineStyle(i).String(), s) {
-				cv.style, cv.set = cflowfmt.CombineStyle(i), true
+		for i := 0; archspec.CombineStyle(i).Valid(); i++ {
+			if strings.EqualFold(archspec.CombineStyle(i).String(), s) {
+				cv.style, cv.set = archspec.CombineStyle(i), true
 				return nil
 			}
 		}
@@ -250,10 +250,10 @@ func (cv *combineValue) decodeCfg(c cfgMap, key string) error {
 	if err != nil {
 		return err
 	}
-	if !cflowfmt.CombineStyle(n).Valid() {
+	if !archspec.CombineStyle(n).Valid() {
 		return fmt.Errorf("%s: unknown combine_style %d", c.file, n)
 	}
-	cv.style, cv.set = cflowfmt.CombineStyle(n), true
+	cv.style, cv.set = archspec.CombineStyle(n), true
 	return nil
 }
 

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/archspec"
 )
 
 // family is what one model family fixes for conversion: how the runtime
@@ -17,7 +17,7 @@ import (
 type family struct {
 	name        string   // general.architecture, the --model name
 	aliases     []string // lower-case short names, HF model_type values and class names
-	combine     cflowfmt.CombineStyle
+	combine     archspec.CombineStyle
 	denseDelay  int
 	expertDelay int
 	needExperts bool // MoE is part of the semantics

@@ -3,13 +3,14 @@ package convert
 import (
 	"fmt"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
 // arch5_fixed_point: PreNorm layers whose block of unique layers runs
 // block_iterations times (spec, "arch5").
 func init() {
-	register(&family{name: "arch5_fixed_point", aliases: []string{"arch5"}, combine: cflowfmt.PreNorm, names: nativeNames,
+	register(&family{name: "arch5_fixed_point", aliases: []string{"arch5"}, combine: archspec.PreNorm, names: nativeNames,
 		newConfig: func() familyConfig {
 			return &arch5Config{nativeConfig: *newNativeConfig(1e6, 1, false), BlockIterations: 3}
 		}})

@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
@@ -23,15 +24,15 @@ import (
 //     rope_scaling;
 //   - GeLU-tanh gate, tied embeddings, optional final soft-cap.
 func init() {
-	register(&family{name: "gemma3_text", aliases: []string{"gemma3forcausallm", "gemma3"}, combine: cflowfmt.PreNorm,
+	register(&family{name: "gemma3_text", aliases: []string{"gemma3forcausallm", "gemma3"}, combine: archspec.PreNorm,
 		names: gemma3Names, newConfig: func() familyConfig { return &gemma3Config{} }})
 }
 
 var gemma3Names = hfNames.with(
 	map[cflowfmt.MatrixID]string{cflowfmt.MatFFNNorm: "model.layers.%d.pre_feedforward_layernorm.weight"}, nil,
 	map[string]string{
-		cflowfmt.VecPostAttnNorm: "model.layers.%d.post_attention_layernorm.weight",
-		cflowfmt.VecPostFFNNorm:  "model.layers.%d.post_feedforward_layernorm.weight",
+		archspec.VecPostAttnNorm: "model.layers.%d.post_attention_layernorm.weight",
+		archspec.VecPostFFNNorm:  "model.layers.%d.post_feedforward_layernorm.weight",
 	})
 
 type gemma3Config struct {
@@ -101,12 +102,12 @@ func (c *gemma3Config) apply(s *modelSpec, ck *checkpoint) error {
 		return err
 	}
 	d := int(h.HiddenSize)
-	for _, r := range []string{cflowfmt.VecPostAttnNorm, cflowfmt.VecPostFFNNorm} {
+	for _, r := range []string{archspec.VecPostAttnNorm, archspec.VecPostFFNNorm} {
 		if err := s.layerVectors(ck, r, d); err != nil {
 			return err
 		}
 	}
-	s.feature(cflowfmt.FeatPostNorms)
+	s.feature(archspec.FeatPostNorms)
 	// Attention scale.
 	qs := 256.0 // Gemma3TextConfig's default
 	if c.QueryPreAttnScalar != nil {
@@ -116,7 +117,7 @@ func (c *gemma3Config) apply(s *modelSpec, ck *checkpoint) error {
 		return refuse(s, "query_pre_attn_scalar", qs, "want > 0")
 	}
 	md.SetF32(cflowfmt.KeyAttnScale, float32(math.Pow(qs, -0.5)))
-	s.feature(cflowfmt.FeatAttnScale)
+	s.feature(archspec.FeatAttnScale)
 	// Embedding scale, rounded to the model's dtype: config torch_dtype
 	// (newer: dtype), else the embedding tensor's.
 	emb, err := ck.get(s.p.names.name(0, cflowfmt.MatEmbed, -1))
@@ -132,7 +133,7 @@ func (c *gemma3Config) apply(s *modelSpec, ck *checkpoint) error {
 	}
 	h.FeatureFlags |= cflowfmt.FlagEmbedScale
 	md.SetF32(cflowfmt.KeyEmbedScale, roundToDtype(float32(math.Sqrt(float64(d))), dt))
-	s.feature(cflowfmt.FeatEmbedScale)
+	s.feature(archspec.FeatEmbedScale)
 	// Layer kinds, window and the two RoPE bases.
 	if err := c.layerKinds(s); err != nil {
 		return err

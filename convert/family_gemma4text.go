@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
@@ -32,7 +33,7 @@ import (
 //   - the last layer is full attention whatever layer_types says.
 func init() {
 	register(&family{name: "gemma4_text", aliases: []string{"gemma4forcausallm", "gemma4forconditionalgeneration"},
-		combine: cflowfmt.PreNorm, names: gemma4Names, textConfig: true, prepare: gemma4Prepare,
+		combine: archspec.PreNorm, names: gemma4Names, textConfig: true, prepare: gemma4Prepare,
 		newConfig: func() familyConfig { return &gemma4Config{} }})
 }
 
@@ -47,14 +48,14 @@ var gemma4Names = hfNames.with(
 		cflowfmt.MatExpertDown: "model.layers.%d.experts.%d.down_proj",
 	},
 	map[string]string{
-		cflowfmt.VecPostAttnNorm:  "model.layers.%d.post_attention_layernorm.weight",
-		cflowfmt.VecPostFFNNorm:   "model.layers.%d.post_feedforward_layernorm_1.weight",
-		cflowfmt.VecPostMoENorm:   "model.layers.%d.post_feedforward_layernorm_2.weight",
-		cflowfmt.VecFFNSumNorm:    "model.layers.%d.post_feedforward_layernorm.weight",
-		cflowfmt.VecExpertInNorm:  "model.layers.%d.pre_feedforward_layernorm_2.weight",
-		cflowfmt.VecRouterInScale: "model.layers.%d.router.scale",
-		cflowfmt.VecExpertScale:   "model.layers.%d.router.per_expert_scale",
-		cflowfmt.VecLayerScalar:   "model.layers.%d.layer_scalar",
+		archspec.VecPostAttnNorm:  "model.layers.%d.post_attention_layernorm.weight",
+		archspec.VecPostFFNNorm:   "model.layers.%d.post_feedforward_layernorm_1.weight",
+		archspec.VecPostMoENorm:   "model.layers.%d.post_feedforward_layernorm_2.weight",
+		archspec.VecFFNSumNorm:    "model.layers.%d.post_feedforward_layernorm.weight",
+		archspec.VecExpertInNorm:  "model.layers.%d.pre_feedforward_layernorm_2.weight",
+		archspec.VecRouterInScale: "model.layers.%d.router.scale",
+		archspec.VecExpertScale:   "model.layers.%d.router.per_expert_scale",
+		archspec.VecLayerScalar:   "model.layers.%d.layer_scalar",
 	})
 
 // gemma4Towers are the multimodal checkpoint's non-text parts, skipped.
@@ -222,13 +223,13 @@ func (c *gemma4Config) apply(s *modelSpec, ck *checkpoint) error {
 			return refuse(s, "num_global_key_value_heads", n, fmt.Sprintf("want 1..%d dividing %d heads", h.NumKVHeads, h.NumHeads))
 		}
 		md.SetU32(cflowfmt.KeyGlobalKVHeads, uint32(n))
-		s.feature(cflowfmt.FeatKVHeadsPerKind)
+		s.feature(archspec.FeatKVHeadsPerKind)
 	}
 	if err := c.rope(s); err != nil {
 		return err
 	}
 	md.SetF32(cflowfmt.KeyAttnScale, 1)
-	s.feature(cflowfmt.FeatAttnScale)
+	s.feature(archspec.FeatAttnScale)
 	emb, err := ck.get(s.p.names.name(0, cflowfmt.MatEmbed, -1))
 	if err != nil {
 		return err
@@ -245,31 +246,31 @@ func (c *gemma4Config) apply(s *modelSpec, ck *checkpoint) error {
 	}
 	d := int(h.HiddenSize)
 	md.SetF32(cflowfmt.KeyEmbedScale, roundToDtype(float32(math.Sqrt(float64(d))), dt))
-	s.feature(cflowfmt.FeatEmbedScale)
+	s.feature(archspec.FeatEmbedScale)
 	// Norms and vectors.
 	if err := s.qkNorm(ck); err != nil {
 		return err
 	}
-	for _, role := range []string{cflowfmt.VecPostAttnNorm, cflowfmt.VecLayerScalar} {
-		n := map[string]int{cflowfmt.VecPostAttnNorm: d, cflowfmt.VecLayerScalar: 1}[role]
+	for _, role := range []string{archspec.VecPostAttnNorm, archspec.VecLayerScalar} {
+		n := map[string]int{archspec.VecPostAttnNorm: d, archspec.VecLayerScalar: 1}[role]
 		if err := s.layerVectors(ck, role, n); err != nil {
 			return err
 		}
 	}
-	s.feature(cflowfmt.FeatPostNorms)
-	s.feature(cflowfmt.FeatLayerScalar)
+	s.feature(archspec.FeatPostNorms)
+	s.feature(archspec.FeatLayerScalar)
 	if !c.EnableMoE {
 		// MLP only: x = (r + post_feedforward_layernorm(MLP)) · layer_scalar,
 		// the FFN's post-norm.
-		return s.layerVectorsFrom(ck, cflowfmt.VecPostFFNNorm, "model.layers.%d.post_feedforward_layernorm.weight", func(int) int { return d })
+		return s.layerVectorsFrom(ck, archspec.VecPostFFNNorm, "model.layers.%d.post_feedforward_layernorm.weight", func(int) int { return d })
 	}
 	E := int(h.NumExperts)
 	for _, v := range []struct {
 		role string
 		n    int
 	}{
-		{cflowfmt.VecPostFFNNorm, d}, {cflowfmt.VecPostMoENorm, d}, {cflowfmt.VecFFNSumNorm, d},
-		{cflowfmt.VecExpertInNorm, d}, {cflowfmt.VecRouterInScale, d}, {cflowfmt.VecExpertScale, E},
+		{archspec.VecPostFFNNorm, d}, {archspec.VecPostMoENorm, d}, {archspec.VecFFNSumNorm, d},
+		{archspec.VecExpertInNorm, d}, {archspec.VecRouterInScale, d}, {archspec.VecExpertScale, E},
 	} {
 		if err := s.layerVectors(ck, v.role, v.n); err != nil {
 			return err
@@ -278,17 +279,17 @@ func (c *gemma4Config) apply(s *modelSpec, ck *checkpoint) error {
 	// The router reads rms(r)·scale·d^-½: the constant joins the scale.
 	c0 := float32(math.Pow(float64(d), -0.5))
 	for l := 0; l < int(h.NumLayers); l++ {
-		key := cflowfmt.LayerKey(l, cflowfmt.VecRouterInScale)
+		key := cflowfmt.LayerKey(l, archspec.VecRouterInScale)
 		v := md.F32s(key)
 		for i := range v {
 			v[i] *= c0
 		}
 		md.SetF32s(key, v)
 	}
-	for _, f := range []string{cflowfmt.FeatFFNSumNorm, cflowfmt.FeatMoEInputs, cflowfmt.FeatExpertScale, cflowfmt.FeatMoERouting} {
+	for _, f := range []string{archspec.FeatFFNSumNorm, archspec.FeatMoEInputs, archspec.FeatExpertScale, archspec.FeatMoERouting} {
 		s.feature(f)
 	}
-	md.SetString(cflowfmt.KeyMoERouting, cflowfmt.RoutingSoftmaxTopKNorm)
+	md.SetString(cflowfmt.KeyMoERouting, archspec.RoutingSoftmaxTopKNorm)
 	return nil
 }
 

@@ -1,13 +1,16 @@
 package convert
 
-import "github.com/cflow-dev/cflow/cflowfmt"
+import (
+	"github.com/cflow-dev/cflow/archspec"
+	"github.com/cflow-dev/cflow/cflowfmt"
+)
 
 // llama: LlamaForCausalLM (Llama 2, Llama 3.x, TinyLlama, SmolLM, llama2.c
 // checkpoints), the base the other dense HF families embed
 // (transformers models/llama/modeling_llama.py).
 func init() {
 	register(&family{name: "llama", aliases: []string{"llamaforcausallm", "llama2c", "stories"},
-		combine: cflowfmt.PreNorm, defaultEps: 1e-6, newConfig: func() familyConfig { return &llamaConfig{} }})
+		combine: archspec.PreNorm, defaultEps: 1e-6, newConfig: func() familyConfig { return &llamaConfig{} }})
 }
 
 // llamaConfig is LlamaConfig: the geometry every family shares
@@ -43,12 +46,12 @@ func (c *llamaConfig) apply(s *modelSpec, ck *checkpoint) error {
 		return err
 	}
 	if c.AttentionBias {
-		if err := s.attnBiases(ck, cflowfmt.VecQBias, cflowfmt.VecKBias, cflowfmt.VecVBias, cflowfmt.VecOBias); err != nil {
+		if err := s.attnBiases(ck, archspec.VecQBias, archspec.VecKBias, archspec.VecVBias, archspec.VecOBias); err != nil {
 			return err
 		}
 	}
 	if c.MLPBias {
-		if err := s.attnBiases(ck, cflowfmt.VecGateBias, cflowfmt.VecUpBias, cflowfmt.VecDownBias); err != nil {
+		if err := s.attnBiases(ck, archspec.VecGateBias, archspec.VecUpBias, archspec.VecDownBias); err != nil {
 			return err
 		}
 	}

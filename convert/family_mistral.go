@@ -1,11 +1,14 @@
 package convert
 
-import "github.com/cflow-dev/cflow/cflowfmt"
+import (
+	"github.com/cflow-dev/cflow/archspec"
+	"github.com/cflow-dev/cflow/cflowfmt"
+)
 
 // mistral: MistralForCausalLM, Llama with a sliding window on every layer
 // when sliding_window is set (transformers models/mistral).
 func init() {
-	register(&family{name: "mistral", aliases: []string{"mistralforcausallm"}, combine: cflowfmt.PreNorm,
+	register(&family{name: "mistral", aliases: []string{"mistralforcausallm"}, combine: archspec.PreNorm,
 		newConfig: func() familyConfig { return &mistralConfig{} }})
 }
 

@@ -1,6 +1,9 @@
 package convert
 
-import "github.com/cflow-dev/cflow/cflowfmt"
+import (
+	"github.com/cflow-dev/cflow/archspec"
+	"github.com/cflow-dev/cflow/cflowfmt"
+)
 
 // mixtral: MixtralForCausalLM: Llama attention and a MoE in place of the
 // MLP under block_sparse_moe (gate; experts w1 = gate, w3 = up, w2 =
@@ -8,7 +11,7 @@ import "github.com/cflow-dev/cflow/cflowfmt"
 // the k selected logits, the runtime's default weighting. Its
 // intermediate_size is the expert width (transformers models/mixtral).
 func init() {
-	register(&family{name: "mixtral", aliases: []string{"mixtralforcausallm"}, combine: cflowfmt.PreNorm,
+	register(&family{name: "mixtral", aliases: []string{"mixtralforcausallm"}, combine: archspec.PreNorm,
 		needExperts: true, noDense: true, defaultEps: 1e-5, names: mixtralNames,
 		newConfig: func() familyConfig { return &mixtralConfig{} }})
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
@@ -28,11 +29,11 @@ var nativeNames = hfNames.with(
 
 func init() {
 	for _, f := range []*family{
-		{name: "arch1_decoupled_streams", aliases: []string{"arch1"}, combine: cflowfmt.DecoupledStreams},
-		{name: "arch2_4_combined", aliases: []string{"arch2_4", "arch2"}, combine: cflowfmt.DelayedSum, denseDelay: 1, expertDelay: 2, needExperts: true},
-		{name: "arch2_4_sync", combine: cflowfmt.DelayedSum, denseDelay: 1, needExperts: true},
-		{name: "arch3_pipeline_registers", aliases: []string{"arch3"}, combine: cflowfmt.PipelineRegisters},
-		{name: "arch4_async_experts", aliases: []string{"arch4"}, combine: cflowfmt.AsyncExperts, expertDelay: 2, needExperts: true},
+		{name: "arch1_decoupled_streams", aliases: []string{"arch1"}, combine: archspec.DecoupledStreams},
+		{name: "arch2_4_combined", aliases: []string{"arch2_4", "arch2"}, combine: archspec.DelayedSum, denseDelay: 1, expertDelay: 2, needExperts: true},
+		{name: "arch2_4_sync", combine: archspec.DelayedSum, denseDelay: 1, needExperts: true},
+		{name: "arch3_pipeline_registers", aliases: []string{"arch3"}, combine: archspec.PipelineRegisters},
+		{name: "arch4_async_experts", aliases: []string{"arch4"}, combine: archspec.AsyncExperts, expertDelay: 2, needExperts: true},
 	} {
 		f.names = nativeNames
 		f.newConfig = func() familyConfig { return newNativeConfig(1e6, 1, false) }
@@ -48,14 +49,14 @@ func detectNative(id configIdentity) *family {
 	}
 	name := ""
 	switch id.CombineStyle.style {
-	case cflowfmt.DelayedSum:
+	case archspec.DelayedSum:
 		name = "arch2_4_combined"
 		if id.ExpertDelay != nil && *id.ExpertDelay == 0 {
 			name = "arch2_4_sync"
 		}
-	case cflowfmt.AsyncExperts:
+	case archspec.AsyncExperts:
 		name = "arch4"
-	case cflowfmt.ParallelSqrt2:
+	case archspec.ParallelSqrt2:
 		name = "gemma4"
 	default:
 		return nil

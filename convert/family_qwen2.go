@@ -1,11 +1,11 @@
 package convert
 
-import "github.com/cflow-dev/cflow/cflowfmt"
+import "github.com/cflow-dev/cflow/archspec"
 
 // qwen2: Qwen2ForCausalLM (Qwen2, Qwen2.5): Llama with biases on q, k and
 // v (not o) (transformers models/qwen2).
 func init() {
-	register(&family{name: "qwen2", aliases: []string{"qwen2forcausallm"}, combine: cflowfmt.PreNorm,
+	register(&family{name: "qwen2", aliases: []string{"qwen2forcausallm"}, combine: archspec.PreNorm,
 		newConfig: func() familyConfig { return &qwen2Config{} }})
 }
 
@@ -35,5 +35,5 @@ func (c *qwen2Config) apply(s *modelSpec, ck *checkpoint) error {
 	if err := c.qwenWindow.check(s); err != nil {
 		return err
 	}
-	return s.attnBiases(ck, cflowfmt.VecQBias, cflowfmt.VecKBias, cflowfmt.VecVBias)
+	return s.attnBiases(ck, archspec.VecQBias, archspec.VecKBias, archspec.VecVBias)
 }

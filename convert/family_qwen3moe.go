@@ -3,6 +3,7 @@ package convert
 import (
 	"fmt"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
@@ -11,7 +12,7 @@ import (
 // softmax over all experts, top-k, renormalised over the k when
 // norm_topk_prob (transformers models/qwen3_moe).
 func init() {
-	register(&family{name: "qwen3_moe", aliases: []string{"qwen3moeforcausallm", "qwen3moe"}, combine: cflowfmt.PreNorm,
+	register(&family{name: "qwen3_moe", aliases: []string{"qwen3moeforcausallm", "qwen3moe"}, combine: archspec.PreNorm,
 		needExperts: true, noDense: true, names: qwen3MoeNames,
 		newConfig: func() familyConfig { return &qwen3MoeConfig{} }})
 }
@@ -58,11 +59,11 @@ func (c *qwen3MoeConfig) apply(s *modelSpec, ck *checkpoint) error {
 	case c.SharedExpertWidth > 0:
 		return refuse(s, "shared_expert_intermediate_size", c.SharedExpertWidth, "no shared expert")
 	}
-	r := cflowfmt.RoutingSoftmaxTopK
+	r := archspec.RoutingSoftmaxTopK
 	if c.NormTopKProb {
-		r = cflowfmt.RoutingSoftmaxTopKNorm
+		r = archspec.RoutingSoftmaxTopKNorm
 	}
 	s.md.SetString(cflowfmt.KeyMoERouting, r)
-	s.feature(cflowfmt.FeatMoERouting)
+	s.feature(archspec.FeatMoERouting)
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/quant"
 	"github.com/nlpodyssey/safetensors"
@@ -28,17 +29,17 @@ const (
 func checkVectorsAgainstTruth(t *testing.T, fx *fixture, md *cflowfmt.Metadata, L int) {
 	t.Helper()
 	names := map[string]string{
-		cflowfmt.VecQBias: "self_attn.q_proj.bias", cflowfmt.VecKBias: "self_attn.k_proj.bias", cflowfmt.VecVBias: "self_attn.v_proj.bias",
-		cflowfmt.VecOBias: "self_attn.o_proj.bias", cflowfmt.VecGateBias: "mlp.gate_proj.bias", cflowfmt.VecUpBias: "mlp.up_proj.bias",
-		cflowfmt.VecDownBias: "mlp.down_proj.bias", cflowfmt.VecQNorm: "self_attn.q_norm.weight", cflowfmt.VecKNorm: "self_attn.k_norm.weight",
-		cflowfmt.VecPostAttnNorm: "post_attention_layernorm.weight", cflowfmt.VecPostFFNNorm: "post_feedforward_layernorm.weight",
+		archspec.VecQBias: "self_attn.q_proj.bias", archspec.VecKBias: "self_attn.k_proj.bias", archspec.VecVBias: "self_attn.v_proj.bias",
+		archspec.VecOBias: "self_attn.o_proj.bias", archspec.VecGateBias: "mlp.gate_proj.bias", archspec.VecUpBias: "mlp.up_proj.bias",
+		archspec.VecDownBias: "mlp.down_proj.bias", archspec.VecQNorm: "self_attn.q_norm.weight", archspec.VecKNorm: "self_attn.k_norm.weight",
+		archspec.VecPostAttnNorm: "post_attention_layernorm.weight", archspec.VecPostFFNNorm: "post_feedforward_layernorm.weight",
 	}
 	for l := 0; l < L; l++ {
 		for role, suffix := range names {
 			name := fmt.Sprintf("model.layers.%d.%s", l, suffix)
 			want, inCkpt := fx.truth[name]
 			got := md.F32s(cflowfmt.LayerKey(l, role))
-			if role == cflowfmt.VecPostAttnNorm && fx.arch != "gemma3_text" {
+			if role == archspec.VecPostAttnNorm && fx.arch != "gemma3_text" {
 				inCkpt = false // post_attention_layernorm is the FFN norm elsewhere
 			}
 			if !inCkpt {

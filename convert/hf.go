@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/x448/float16"
 )
@@ -56,16 +57,16 @@ func (s *modelSpec) attnBiases(c *checkpoint, roles ...string) error {
 	h := &s.h
 	hd := int(h.HeadDim)
 	size := map[string]int{
-		cflowfmt.VecQBias: int(h.NumHeads) * hd, cflowfmt.VecKBias: int(h.NumKVHeads) * hd, cflowfmt.VecVBias: int(h.NumKVHeads) * hd,
-		cflowfmt.VecOBias: int(h.HiddenSize), cflowfmt.VecGateBias: int(h.IntermediateSize), cflowfmt.VecUpBias: int(h.IntermediateSize),
-		cflowfmt.VecDownBias: int(h.HiddenSize),
+		archspec.VecQBias: int(h.NumHeads) * hd, archspec.VecKBias: int(h.NumKVHeads) * hd, archspec.VecVBias: int(h.NumKVHeads) * hd,
+		archspec.VecOBias: int(h.HiddenSize), archspec.VecGateBias: int(h.IntermediateSize), archspec.VecUpBias: int(h.IntermediateSize),
+		archspec.VecDownBias: int(h.HiddenSize),
 	}
 	for _, r := range roles {
 		if err := s.layerVectors(c, r, size[r]); err != nil {
 			return err
 		}
 	}
-	s.feature(cflowfmt.FeatBias)
+	s.feature(archspec.FeatBias)
 	return nil
 }
 
@@ -128,7 +129,7 @@ func (s *modelSpec) applyRopeScaling(key string, r *ropeScalingConfig) error {
 	default:
 		return refuse(s, key+".rope_type", k, "implemented: default, linear, llama3")
 	}
-	s.feature(cflowfmt.FeatRopeScaling)
+	s.feature(archspec.FeatRopeScaling)
 	return nil
 }
 

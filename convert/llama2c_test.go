@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/quant"
 )
@@ -42,7 +43,7 @@ func TestStories260K(t *testing.T) {
 		}
 		h := res.Header
 		if h.HiddenSize != 64 || h.NumLayers != 5 || h.NumHeads != 8 || h.NumKVHeads != 4 || h.VocabSize != 512 ||
-			h.IntermediateSize != 172 || !h.Has(cflowfmt.FlagTiedEmbed) || h.CombineStyle != cflowfmt.PreNorm {
+			h.IntermediateSize != 172 || !h.Has(cflowfmt.FlagTiedEmbed) || h.CombineStyle != archspec.PreNorm {
 			t.Fatalf("header %+v", h)
 		}
 		f := openChecked(t, out)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
@@ -36,15 +37,15 @@ var hfNames = naming{
 		cflowfmt.MatFinalNorm: "model.norm.weight",
 	},
 	vector: map[string]string{
-		cflowfmt.VecQBias:    "model.layers.%d.self_attn.q_proj.bias",
-		cflowfmt.VecKBias:    "model.layers.%d.self_attn.k_proj.bias",
-		cflowfmt.VecVBias:    "model.layers.%d.self_attn.v_proj.bias",
-		cflowfmt.VecOBias:    "model.layers.%d.self_attn.o_proj.bias",
-		cflowfmt.VecGateBias: "model.layers.%d.mlp.gate_proj.bias",
-		cflowfmt.VecUpBias:   "model.layers.%d.mlp.up_proj.bias",
-		cflowfmt.VecDownBias: "model.layers.%d.mlp.down_proj.bias",
-		cflowfmt.VecQNorm:    "model.layers.%d.self_attn.q_norm.weight",
-		cflowfmt.VecKNorm:    "model.layers.%d.self_attn.k_norm.weight",
+		archspec.VecQBias:    "model.layers.%d.self_attn.q_proj.bias",
+		archspec.VecKBias:    "model.layers.%d.self_attn.k_proj.bias",
+		archspec.VecVBias:    "model.layers.%d.self_attn.v_proj.bias",
+		archspec.VecOBias:    "model.layers.%d.self_attn.o_proj.bias",
+		archspec.VecGateBias: "model.layers.%d.mlp.gate_proj.bias",
+		archspec.VecUpBias:   "model.layers.%d.mlp.up_proj.bias",
+		archspec.VecDownBias: "model.layers.%d.mlp.down_proj.bias",
+		archspec.VecQNorm:    "model.layers.%d.self_attn.q_norm.weight",
+		archspec.VecKNorm:    "model.layers.%d.self_attn.k_norm.weight",
 	},
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
@@ -81,10 +82,10 @@ func TestUnclaimedTensorRefused(t *testing.T) {
 	}
 	rewriteFixture(t, fx, extra, func(c map[string]any) { c["attention_bias"] = true })
 	f := convertOK(t, fx.dir)
-	if got := f.Meta.F32s(cflowfmt.LayerKey(2, cflowfmt.VecOBias)); len(got) != fxD || got[0] != 2.25 {
+	if got := f.Meta.F32s(cflowfmt.LayerKey(2, archspec.VecOBias)); len(got) != fxD || got[0] != 2.25 {
 		t.Fatalf("layer 2 o bias = %v…", got[:min(3, len(got))])
 	}
-	if !f.Header.Has(cflowfmt.FlagFeatures) || f.Meta.String(cflowfmt.KeyFeatures, "") != cflowfmt.FeatBias {
+	if !f.Header.Has(cflowfmt.FlagFeatures) || f.Meta.String(cflowfmt.KeyFeatures, "") != archspec.FeatBias {
 		t.Fatalf("features %q flag %v", f.Meta.String(cflowfmt.KeyFeatures, ""), f.Header.Has(cflowfmt.FlagFeatures))
 	}
 	// A tied config with an lm_head that differs from the embedding.

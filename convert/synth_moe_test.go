@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/quant"
 	"github.com/cflow-dev/cflow/vflowfmt"
 )
@@ -29,7 +29,7 @@ func TestSynthesizeMoE(t *testing.T) {
 	}
 	defer m.Close()
 	h := m.Header
-	if h.CombineStyle != cflowfmt.DelayedSum || int(h.NumExperts) != g.Experts || int(h.TopK) != g.TopK ||
+	if h.CombineStyle != archspec.DelayedSum || int(h.NumExperts) != g.Experts || int(h.TopK) != g.TopK ||
 		int(h.ExpertIntermediateSize) != g.ExpertFFN || int(h.DenseDelay) != g.DenseDelay || int(h.ExpertDelay) != g.ExpertDelay ||
 		int(h.HiddenSize) != g.Hidden || int(h.NumLayers) != g.Layers || int(h.IntermediateSize) != g.FFN {
 		t.Fatalf("header %+v does not match geometry %+v", h, g)

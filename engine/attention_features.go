@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
@@ -15,7 +16,7 @@ type modelFeatures struct {
 	set        map[string]bool
 	attnScale  float64 // 0: 1/√head_dim
 	embedScale float32 // under FlagEmbedScale
-	routing    string  // "" or cflowfmt.Routing*
+	routing    string  // "" or archspec.Routing*
 	rope       ropeScaling
 }
 
@@ -47,27 +48,27 @@ func loadFeatures(m *cflowfmt.Model) (*modelFeatures, error) {
 		return nil, fmt.Errorf("runtime: %w", err)
 	}
 	f := &modelFeatures{set: set, embedScale: sqrtf(float32(h.HiddenSize))}
-	if set[cflowfmt.FeatAttnScale] {
+	if set[archspec.FeatAttnScale] {
 		s := md.F32(cflowfmt.KeyAttnScale, 0)
 		if !(s > 0) || math.IsInf(float64(s), 0) {
 			return nil, fmt.Errorf("runtime: %s = %v, want a finite value > 0", cflowfmt.KeyAttnScale, s)
 		}
 		f.attnScale = float64(s)
 	}
-	if set[cflowfmt.FeatEmbedScale] {
+	if set[archspec.FeatEmbedScale] {
 		f.embedScale = md.F32(cflowfmt.KeyEmbedScale, 0)
 		if !(f.embedScale > 0) || math.IsInf(float64(f.embedScale), 0) {
 			return nil, fmt.Errorf("runtime: %s = %v, want a finite value > 0", cflowfmt.KeyEmbedScale, f.embedScale)
 		}
 	}
-	if set[cflowfmt.FeatMoERouting] {
+	if set[archspec.FeatMoERouting] {
 		switch f.routing = md.String(cflowfmt.KeyMoERouting, ""); f.routing {
-		case cflowfmt.RoutingSoftmaxTopK, cflowfmt.RoutingSoftmaxTopKNorm:
+		case archspec.RoutingSoftmaxTopK, archspec.RoutingSoftmaxTopKNorm:
 		default:
-			return nil, fmt.Errorf("runtime: %s = %q, want %s or %s", cflowfmt.KeyMoERouting, f.routing, cflowfmt.RoutingSoftmaxTopK, cflowfmt.RoutingSoftmaxTopKNorm)
+			return nil, fmt.Errorf("runtime: %s = %q, want %s or %s", cflowfmt.KeyMoERouting, f.routing, archspec.RoutingSoftmaxTopK, archspec.RoutingSoftmaxTopKNorm)
 		}
 	}
-	if set[cflowfmt.FeatRopeScaling] {
+	if set[archspec.FeatRopeScaling] {
 		r := &f.rope
 		r.kind = md.String(cflowfmt.KeyRopeScaling, "")
 		r.factor = md.F32(cflowfmt.KeyRopeScalingFactor, 0)
@@ -152,23 +153,23 @@ func (e *Engine) attachFeatures(lp *layerPlan, l int) error {
 		n          int
 		required   bool
 	}{
-		{&lf.qBias, cflowfmt.FeatBias, cflowfmt.VecQBias, lp.qDim, false},
-		{&lf.kBias, cflowfmt.FeatBias, cflowfmt.VecKBias, lp.kvDim, false},
-		{&lf.vBias, cflowfmt.FeatBias, cflowfmt.VecVBias, lp.kvDim, false},
-		{&lf.oBias, cflowfmt.FeatBias, cflowfmt.VecOBias, d, false},
-		{&lf.gateBias, cflowfmt.FeatBias, cflowfmt.VecGateBias, ff, false},
-		{&lf.upBias, cflowfmt.FeatBias, cflowfmt.VecUpBias, ff, false},
-		{&lf.downBias, cflowfmt.FeatBias, cflowfmt.VecDownBias, d, false},
-		{&lf.qNorm, cflowfmt.FeatQKNorm, cflowfmt.VecQNorm, lp.hd, true},
-		{&lf.kNorm, cflowfmt.FeatQKNorm, cflowfmt.VecKNorm, lp.hd, true},
-		{&lf.postAttn, cflowfmt.FeatPostNorms, cflowfmt.VecPostAttnNorm, d, true},
-		{&lf.postFFN, cflowfmt.FeatPostNorms, cflowfmt.VecPostFFNNorm, d, ff > 0},
-		{&lf.routerIn, cflowfmt.FeatMoEInputs, cflowfmt.VecRouterInScale, d, E > 0},
-		{&lf.expertIn, cflowfmt.FeatMoEInputs, cflowfmt.VecExpertInNorm, d, E > 0},
-		{&lf.expertScale, cflowfmt.FeatExpertScale, cflowfmt.VecExpertScale, E, E > 0},
-		{&lf.postMoE, cflowfmt.FeatFFNSumNorm, cflowfmt.VecPostMoENorm, d, E > 0},
-		{&lf.ffnSum, cflowfmt.FeatFFNSumNorm, cflowfmt.VecFFNSumNorm, d, true},
-		{&lf.layerScalar, cflowfmt.FeatLayerScalar, cflowfmt.VecLayerScalar, 1, true},
+		{&lf.qBias, archspec.FeatBias, archspec.VecQBias, lp.qDim, false},
+		{&lf.kBias, archspec.FeatBias, archspec.VecKBias, lp.kvDim, false},
+		{&lf.vBias, archspec.FeatBias, archspec.VecVBias, lp.kvDim, false},
+		{&lf.oBias, archspec.FeatBias, archspec.VecOBias, d, false},
+		{&lf.gateBias, archspec.FeatBias, archspec.VecGateBias, ff, false},
+		{&lf.upBias, archspec.FeatBias, archspec.VecUpBias, ff, false},
+		{&lf.downBias, archspec.FeatBias, archspec.VecDownBias, d, false},
+		{&lf.qNorm, archspec.FeatQKNorm, archspec.VecQNorm, lp.hd, true},
+		{&lf.kNorm, archspec.FeatQKNorm, archspec.VecKNorm, lp.hd, true},
+		{&lf.postAttn, archspec.FeatPostNorms, archspec.VecPostAttnNorm, d, true},
+		{&lf.postFFN, archspec.FeatPostNorms, archspec.VecPostFFNNorm, d, ff > 0},
+		{&lf.routerIn, archspec.FeatMoEInputs, archspec.VecRouterInScale, d, E > 0},
+		{&lf.expertIn, archspec.FeatMoEInputs, archspec.VecExpertInNorm, d, E > 0},
+		{&lf.expertScale, archspec.FeatExpertScale, archspec.VecExpertScale, E, E > 0},
+		{&lf.postMoE, archspec.FeatFFNSumNorm, archspec.VecPostMoENorm, d, E > 0},
+		{&lf.ffnSum, archspec.FeatFFNSumNorm, archspec.VecFFNSumNorm, d, true},
+		{&lf.layerScalar, archspec.FeatLayerScalar, archspec.VecLayerScalar, 1, true},
 	} {
 		if *x.dst, err = vec(x.feat, x.name, x.n); err != nil {
 			return err
@@ -247,7 +248,7 @@ func (w *worker) routeWeights(logits []float32, sel []int, wts []float64, sum fl
 		wts[j] /= all
 		sum += wts[j]
 	}
-	if w.fx.routing == cflowfmt.RoutingSoftmaxTopK {
+	if w.fx.routing == archspec.RoutingSoftmaxTopK {
 		return 1
 	}
 	return sum

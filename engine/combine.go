@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/engine/plan"
 )
@@ -10,7 +11,7 @@ import (
 // combiner is one combine style's residual arithmetic for one sequence.
 // The heavy streams — attention, dense FFN, router and experts — are the
 // engine's, and read the residual the style's facts name
-// (cflowfmt.CombineStyle.AttentionReads, FFNReads, RouterReads); a combiner
+// (archspec.CombineStyle.AttentionReads, FFNReads, RouterReads); a combiner
 // says only what happens around them, in plain vector arithmetic on the
 // sequence state it is handed. So runPlan (step.go) is one loop for every
 // style, and a batched caller can run each heavy stream over many columns
@@ -37,17 +38,17 @@ type combiner interface {
 // newCombiner returns the combiner for h's combine style.
 func newCombiner(h *cflowfmt.Header, md *cflowfmt.Metadata) (combiner, error) {
 	switch h.CombineStyle {
-	case cflowfmt.PreNorm:
+	case archspec.PreNorm:
 		return preNorm{}, nil
-	case cflowfmt.ParallelSqrt2:
+	case archspec.ParallelSqrt2:
 		return parallelSqrt2{}, nil
-	case cflowfmt.DelayedSum:
+	case archspec.DelayedSum:
 		return delayedSum{}, nil
-	case cflowfmt.AsyncExperts:
+	case archspec.AsyncExperts:
 		return asyncExperts{}, nil
-	case cflowfmt.DecoupledStreams:
+	case archspec.DecoupledStreams:
 		return newDecoupledStreams(md)
-	case cflowfmt.PipelineRegisters:
+	case archspec.PipelineRegisters:
 		return pipelineRegisters{}, nil
 	}
 	return nil, fmt.Errorf("runtime: combine style %s is not implemented", h.CombineStyle)

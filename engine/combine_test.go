@@ -3,6 +3,7 @@ package engine
 import (
 	"testing"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
@@ -12,13 +13,13 @@ import (
 func TestEveryStyleHasCombiner(t *testing.T) {
 	md := cflowfmt.NewMetadata()
 	n := 0
-	for ; cflowfmt.CombineStyle(n).Valid(); n++ {
-		h := cflowfmt.Header{CombineStyle: cflowfmt.CombineStyle(n)}
+	for ; archspec.CombineStyle(n).Valid(); n++ {
+		h := cflowfmt.Header{CombineStyle: archspec.CombineStyle(n)}
 		if c, err := newCombiner(&h, md); err != nil || c == nil {
 			t.Errorf("%s: no combiner (%v)", h.CombineStyle, err)
 		}
 	}
-	h := cflowfmt.Header{CombineStyle: cflowfmt.CombineStyle(n)}
+	h := cflowfmt.Header{CombineStyle: archspec.CombineStyle(n)}
 	if _, err := newCombiner(&h, md); err == nil {
 		t.Errorf("%s: accepted", h.CombineStyle)
 	}
@@ -28,7 +29,7 @@ func TestEveryStyleHasCombiner(t *testing.T) {
 func TestMergeIntervalRefused(t *testing.T) {
 	md := cflowfmt.NewMetadata()
 	md.SetU32(cflowfmt.KeyMergeInterval, 0)
-	h := cflowfmt.Header{CombineStyle: cflowfmt.DecoupledStreams}
+	h := cflowfmt.Header{CombineStyle: archspec.DecoupledStreams}
 	if _, err := newCombiner(&h, md); err == nil {
 		t.Fatal("merge interval 0 accepted")
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/quant"
 )
@@ -19,7 +20,7 @@ type archCase struct {
 
 func baseHeader() cflowfmt.Header {
 	return cflowfmt.Header{HiddenSize: 48, IntermediateSize: 80, VocabSize: 70, NumLayers: 3,
-		NumHeads: 4, NumKVHeads: 2, HeadDim: 12, CombineStyle: cflowfmt.PreNorm}
+		NumHeads: 4, NumKVHeads: 2, HeadDim: 12, CombineStyle: archspec.PreNorm}
 }
 
 func archCases() []archCase {
@@ -35,30 +36,30 @@ func archCases() []archCase {
 	return []archCase{
 		{"llama", baseHeader(), nil},
 		{"mixtral", with(func(h *cflowfmt.Header) { *h = moe(*h, 4, 2); h.IntermediateSize = 0 }), nil},
-		{"arch1_decoupled_streams", with(func(h *cflowfmt.Header) { h.CombineStyle = cflowfmt.DecoupledStreams; h.NumLayers = 5 }),
+		{"arch1_decoupled_streams", with(func(h *cflowfmt.Header) { h.CombineStyle = archspec.DecoupledStreams; h.NumLayers = 5 }),
 			func(md *cflowfmt.Metadata) { md.SetU32(cflowfmt.KeyMergeInterval, 2) }},
 		{"arch2_4_combined", with(func(h *cflowfmt.Header) {
 			*h = moe(*h, 4, 2)
-			h.CombineStyle, h.DenseDelay, h.ExpertDelay, h.NumLayers = cflowfmt.DelayedSum, 1, 2, 4
+			h.CombineStyle, h.DenseDelay, h.ExpertDelay, h.NumLayers = archspec.DelayedSum, 1, 2, 4
 		}), nil},
 		{"arch2_4_sync", with(func(h *cflowfmt.Header) {
 			*h = moe(*h, 4, 2)
-			h.CombineStyle, h.DenseDelay, h.ExpertDelay = cflowfmt.DelayedSum, 1, 0
+			h.CombineStyle, h.DenseDelay, h.ExpertDelay = archspec.DelayedSum, 1, 0
 		}), nil},
 		{"delayedsum_dd2", with(func(h *cflowfmt.Header) {
 			*h = moe(*h, 3, 1)
-			h.CombineStyle, h.DenseDelay, h.ExpertDelay, h.NumLayers = cflowfmt.DelayedSum, 2, 1, 4
+			h.CombineStyle, h.DenseDelay, h.ExpertDelay, h.NumLayers = archspec.DelayedSum, 2, 1, 4
 		}), nil},
-		{"arch3_pipeline_registers", with(func(h *cflowfmt.Header) { h.CombineStyle = cflowfmt.PipelineRegisters }), nil},
+		{"arch3_pipeline_registers", with(func(h *cflowfmt.Header) { h.CombineStyle = archspec.PipelineRegisters }), nil},
 		{"arch4_async_experts", with(func(h *cflowfmt.Header) {
 			*h = moe(*h, 4, 2)
-			h.CombineStyle, h.ExpertDelay, h.NumLayers = cflowfmt.AsyncExperts, 2, 4
+			h.CombineStyle, h.ExpertDelay, h.NumLayers = archspec.AsyncExperts, 2, 4
 		}), nil},
 		{"arch5_fixed_point", with(func(h *cflowfmt.Header) { h.NumLayers = 2; h.NumKVHeads = 4 }),
 			func(md *cflowfmt.Metadata) { md.SetU32(cflowfmt.KeyBlockIterations, 3) }},
 		{"gemma4", with(func(h *cflowfmt.Header) {
 			*h = moe(*h, 4, 2)
-			h.CombineStyle, h.NumKVHeads, h.GlobalHeadDim, h.SlidingWindow = cflowfmt.ParallelSqrt2, 1, 16, 3
+			h.CombineStyle, h.NumKVHeads, h.GlobalHeadDim, h.SlidingWindow = archspec.ParallelSqrt2, 1, 16, 3
 			h.FeatureFlags = cflowfmt.FlagEmbedScale | cflowfmt.FlagVNorm | cflowfmt.FlagTiedEmbed | cflowfmt.FlagGELU
 			h.FinalLogitSoftcap = 3
 		}), func(md *cflowfmt.Metadata) {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/cflowfmt/fmttest"
 	"github.com/cflow-dev/cflow/quant"
@@ -71,7 +72,7 @@ func TestCflowVflowAgree(t *testing.T) {
 			add(ly.QKV)
 			add(ly.O)
 			add(ly.Router)
-			if !(vf.Header.CombineStyle == cflowfmt.DelayedSum && l < int(vf.Header.DenseDelay)) {
+			if !(vf.Header.CombineStyle == archspec.DelayedSum && l < int(vf.Header.DenseDelay)) {
 				add(ly.GateUp)
 				add(ly.Down)
 			}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/engine/plan"
 	"github.com/cflow-dev/cflow/quant"
@@ -145,7 +146,7 @@ func buildTestModel(h cflowfmt.Header, md *cflowfmt.Metadata, seed int64) *testM
 			ly.Streams[cflowfmt.SlotDense] = cflowfmt.Range{Offset: start, Length: off - start}
 		case plan.MoE:
 			normTile()
-			if h.CombineStyle == cflowfmt.DelayedSum {
+			if h.CombineStyle == archspec.DelayedSum {
 				ly.MoENorm = norm(fmt.Sprint(l, "moe"))
 			} else if h.IntermediateSize == 0 {
 				ly.FFNNorm = norm(fmt.Sprint(l, "ffn"))

@@ -3,6 +3,7 @@ package engine
 import (
 	"math"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
@@ -248,7 +249,7 @@ func (r *refModel) step(tok int) (refOut, [][]int) {
 	var sels [][]int
 	zero := make([]float64, d)
 	switch h.CombineStyle {
-	case cflowfmt.PreNorm, cflowfmt.ParallelSqrt2:
+	case archspec.PreNorm, archspec.ParallelSqrt2:
 		for b := 0; b < L; b++ {
 			for i := 0; i < r.iters; i++ {
 				p := b*r.iters + i
@@ -263,7 +264,7 @@ func (r *refModel) step(tok int) (refOut, [][]int) {
 					e, s = r.moe(b, hn)
 					sels = append(sels, s)
 				}
-				if h.CombineStyle == cflowfmt.ParallelSqrt2 {
+				if h.CombineStyle == archspec.ParallelSqrt2 {
 					x = add(mid, scale(add(f, e), 1/math.Sqrt2))
 				} else {
 					x = add(mid, f, e)
@@ -271,7 +272,7 @@ func (r *refModel) step(tok int) (refOut, [][]int) {
 				norms = append(norms, l2(x))
 			}
 		}
-	case cflowfmt.DelayedSum:
+	case archspec.DelayedSum:
 		dd, de := int(h.DenseDelay), int(h.ExpertDelay)
 		var outs [][]float64
 		var q []pending
@@ -295,7 +296,7 @@ func (r *refModel) step(tok int) (refOut, [][]int) {
 			outs = append(outs, x)
 			norms = append(norms, l2(x))
 		}
-	case cflowfmt.AsyncExperts:
+	case archspec.AsyncExperts:
 		de := int(h.ExpertDelay)
 		var q []pending
 		for l := 0; l < L; l++ {
@@ -323,7 +324,7 @@ func (r *refModel) step(tok int) (refOut, [][]int) {
 				x = add(x, pe.v)
 			}
 		}
-	case cflowfmt.DecoupledStreams:
+	case archspec.DecoupledStreams:
 		mi := int(r.md.U32(cflowfmt.KeyMergeInterval, 3))
 		sa, sf := x, x
 		for l := 0; l < L; l++ {
@@ -336,7 +337,7 @@ func (r *refModel) step(tok int) (refOut, [][]int) {
 			norms = append(norms, l2(avg))
 		}
 		x = scale(add(sa, sf), 0.5)
-	case cflowfmt.PipelineRegisters:
+	case archspec.PipelineRegisters:
 		ar, xr := x, x
 		for l := 0; l < L; l++ {
 			f := r.ffn(l, rmsRef(xr, r.norm(l, "ffn"), r.eps))

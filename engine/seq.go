@@ -1,6 +1,6 @@
 package engine
 
-import "github.com/cflow-dev/cflow/cflowfmt"
+import "github.com/cflow-dev/cflow/archspec"
 
 // seq is one sequence's state: its position, its KV caches (one per pass)
 // and the scheduler's per-token values — the residual(s), the open pass's
@@ -106,13 +106,13 @@ func (e *Engine) newSeq() seq {
 
 // residual is the buffer holding value r of the open pass.
 // ResidualDelayed is x_out(ℓ−δd), in x once that layer is combined.
-func (s *seq) residual(r cflowfmt.Residual) []float32 {
+func (s *seq) residual(r archspec.Residual) []float32 {
 	switch r {
-	case cflowfmt.ResidualMid:
+	case archspec.ResidualMid:
 		return s.xmid
-	case cflowfmt.StreamAttn:
+	case archspec.StreamAttn:
 		return s.sA
-	case cflowfmt.StreamFFN:
+	case archspec.StreamFFN:
 		return s.sF
 	}
 	return s.x

@@ -3,7 +3,7 @@ package engine
 import (
 	"errors"
 
-	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/engine/plan"
 )
 
@@ -62,7 +62,7 @@ func (w *worker) runPlan(s *seq) error {
 				clear(out) // FFN of the zero vector
 				continue
 			}
-			if style.FFNReads() == cflowfmt.ResidualDelayed {
+			if style.FFNReads() == archspec.ResidualDelayed {
 				w.closePass(s) // the FFN reads x_out of the layer just run
 			}
 			w.ffn(lp, w.ffnInput(s, lp), out)

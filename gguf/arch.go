@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
@@ -38,10 +39,10 @@ var archs = map[string]*arch{
 	"mixtral":     {name: "llama"},
 	"qwen2":       {name: "qwen2", neox: true, biases: true},
 	"qwen3":       {name: "qwen3", neox: true, qkNorm: true},
-	"qwen3_moe":   {name: "qwen3moe", neox: true, qkNorm: true, routings: []string{cflowfmt.RoutingSoftmaxTopK, cflowfmt.RoutingSoftmaxTopKNorm}},
+	"qwen3_moe":   {name: "qwen3moe", neox: true, qkNorm: true, routings: []string{archspec.RoutingSoftmaxTopK, archspec.RoutingSoftmaxTopKNorm}},
 	"gemma3_text": {name: "gemma3", neox: true, qkNorm: true, postNorms: true, sliding: true, gelu: true, embScale: true},
 	"gemma4_text": {name: "gemma4", neox: true, qkNorm: true, postNorms: true, sliding: true, gelu: true, embScale: true, gemma4: true,
-		routings: []string{cflowfmt.RoutingSoftmaxTopKNorm}},
+		routings: []string{archspec.RoutingSoftmaxTopKNorm}},
 }
 
 // archOf picks the llama.cpp architecture of a model: by its family name,
@@ -65,7 +66,7 @@ func Notes(m *cflowfmt.Model) []string {
 	if a.name == "llama" && h.SlidingWindow != 0 {
 		out = append(out, fmt.Sprintf("llama.cpp's llama graph has no sliding window: it attends to every position, cflow to the last %d (equal within the window)", h.SlidingWindow))
 	}
-	if a.embScale && md.String(cflowfmt.KeyFeatures, "") != "" && strings.Contains(md.String(cflowfmt.KeyFeatures, ""), cflowfmt.FeatEmbedScale) {
+	if a.embScale && md.String(cflowfmt.KeyFeatures, "") != "" && strings.Contains(md.String(cflowfmt.KeyFeatures, ""), archspec.FeatEmbedScale) {
 		out = append(out, fmt.Sprintf("llama.cpp scales the embedding by √d = %g in f32; cflow by %g (√d rounded to the checkpoint's dtype, as transformers)", sqrtf(float32(h.HiddenSize)), md.F32(cflowfmt.KeyEmbedScale, 0)))
 	}
 	if a.gelu {
@@ -77,7 +78,7 @@ func Notes(m *cflowfmt.Model) []string {
 	if s := md.F32(cflowfmt.KeyAttnScale, 0); s != 0 && a.name == "gemma3" {
 		out = append(out, fmt.Sprintf("llama.cpp's gemma3 fixes the attention scale at head_dim^-1/2 = %g (27B: (d/H)^-1/2); the file's query_pre_attn_scalar gives %g", 1/sqrtf(float32(h.HeadDim)), s))
 	}
-	if md.String(cflowfmt.KeyMoERouting, "") == cflowfmt.RoutingSoftmaxTopK {
+	if md.String(cflowfmt.KeyMoERouting, "") == archspec.RoutingSoftmaxTopK {
 		out = append(out, "llama.cpp's qwen3moe always renormalises the top-k weights; this file does not (norm_topk_prob false)")
 	}
 	return out
@@ -95,11 +96,11 @@ func checkArch(m *cflowfmt.Model, a *arch) error {
 		return bad("%v", err)
 	}
 	allowed := map[string]bool{
-		cflowfmt.FeatBias: a.biases, cflowfmt.FeatQKNorm: a.qkNorm, cflowfmt.FeatPostNorms: a.postNorms,
-		cflowfmt.FeatEmbedScale: a.embScale, cflowfmt.FeatAttnScale: a.name == "gemma3" || a.gemma4,
-		cflowfmt.FeatRopeScaling: !a.gemma4, cflowfmt.FeatMoERouting: len(a.routings) > 0,
-		cflowfmt.FeatKVHeadsPerKind: a.gemma4, cflowfmt.FeatMoEInputs: a.gemma4, cflowfmt.FeatExpertScale: a.gemma4,
-		cflowfmt.FeatFFNSumNorm: a.gemma4, cflowfmt.FeatLayerScalar: a.gemma4,
+		archspec.FeatBias: a.biases, archspec.FeatQKNorm: a.qkNorm, archspec.FeatPostNorms: a.postNorms,
+		archspec.FeatEmbedScale: a.embScale, archspec.FeatAttnScale: a.name == "gemma3" || a.gemma4,
+		archspec.FeatRopeScaling: !a.gemma4, archspec.FeatMoERouting: len(a.routings) > 0,
+		archspec.FeatKVHeadsPerKind: a.gemma4, archspec.FeatMoEInputs: a.gemma4, archspec.FeatExpertScale: a.gemma4,
+		archspec.FeatFFNSumNorm: a.gemma4, archspec.FeatLayerScalar: a.gemma4,
 	}
 	for f := range feats {
 		if !allowed[f] {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/gguf"
 	"github.com/cflow-dev/cflow/quant"
@@ -84,10 +85,10 @@ func TestFamilyArchitectures(t *testing.T) {
 	hd, d := dense.hd, dense.d
 	kv := dense.kv * hd
 	t.Run("llama biases", func(t *testing.T) {
-		f := family(t, "llama", []string{cflowfmt.FeatBias},
-			map[string]int{cflowfmt.VecQBias: dense.heads * hd, cflowfmt.VecKBias: kv, cflowfmt.VecVBias: kv, cflowfmt.VecOBias: d},
-			map[string]string{cflowfmt.VecQBias: "attn_q.bias", cflowfmt.VecKBias: "attn_k.bias", cflowfmt.VecVBias: "attn_v.bias", cflowfmt.VecOBias: "attn_output.bias"},
-			map[string]func(int) int{cflowfmt.VecQBias: ropeOrder(hd), cflowfmt.VecKBias: func(i int) int { return llamaCppRowOrder(kv, hd)[i] }})
+		f := family(t, "llama", []string{archspec.FeatBias},
+			map[string]int{archspec.VecQBias: dense.heads * hd, archspec.VecKBias: kv, archspec.VecVBias: kv, archspec.VecOBias: d},
+			map[string]string{archspec.VecQBias: "attn_q.bias", archspec.VecKBias: "attn_k.bias", archspec.VecVBias: "attn_v.bias", archspec.VecOBias: "attn_output.bias"},
+			map[string]func(int) int{archspec.VecQBias: ropeOrder(hd), archspec.VecKBias: func(i int) int { return llamaCppRowOrder(kv, hd)[i] }})
 		g := export(t, f, gguf.Options{})
 		check(t, f, g, same(0))
 		if a := kvStr(t, g, "general.architecture"); a != "llama" {
@@ -95,9 +96,9 @@ func TestFamilyArchitectures(t *testing.T) {
 		}
 	})
 	t.Run("qwen3", func(t *testing.T) {
-		f := family(t, "qwen3", []string{cflowfmt.FeatQKNorm},
-			map[string]int{cflowfmt.VecQNorm: hd, cflowfmt.VecKNorm: hd},
-			map[string]string{cflowfmt.VecQNorm: "attn_q_norm.weight", cflowfmt.VecKNorm: "attn_k_norm.weight"}, nil)
+		f := family(t, "qwen3", []string{archspec.FeatQKNorm},
+			map[string]int{archspec.VecQNorm: hd, archspec.VecKNorm: hd},
+			map[string]string{archspec.VecQNorm: "attn_q_norm.weight", archspec.VecKNorm: "attn_k_norm.weight"}, nil)
 		for name, ss := range f.src {
 			for i := range ss {
 				ss[i].rope = false // NEOX: rows as cflow holds them
@@ -111,10 +112,10 @@ func TestFamilyArchitectures(t *testing.T) {
 		}
 	})
 	t.Run("gemma3", func(t *testing.T) {
-		f := family(t, "gemma3_text", []string{cflowfmt.FeatQKNorm, cflowfmt.FeatPostNorms, cflowfmt.FeatAttnScale, cflowfmt.FeatEmbedScale},
-			map[string]int{cflowfmt.VecQNorm: hd, cflowfmt.VecKNorm: hd, cflowfmt.VecPostAttnNorm: d, cflowfmt.VecPostFFNNorm: d},
-			map[string]string{cflowfmt.VecQNorm: "attn_q_norm.weight", cflowfmt.VecKNorm: "attn_k_norm.weight",
-				cflowfmt.VecPostAttnNorm: "post_attention_norm.weight", cflowfmt.VecPostFFNNorm: "post_ffw_norm.weight"}, nil)
+		f := family(t, "gemma3_text", []string{archspec.FeatQKNorm, archspec.FeatPostNorms, archspec.FeatAttnScale, archspec.FeatEmbedScale},
+			map[string]int{archspec.VecQNorm: hd, archspec.VecKNorm: hd, archspec.VecPostAttnNorm: d, archspec.VecPostFFNNorm: d},
+			map[string]string{archspec.VecQNorm: "attn_q_norm.weight", archspec.VecKNorm: "attn_k_norm.weight",
+				archspec.VecPostAttnNorm: "post_attention_norm.weight", archspec.VecPostFFNNorm: "post_ffw_norm.weight"}, nil)
 		for name, ss := range f.src {
 			for i := range ss {
 				ss[i].rope = false
@@ -131,7 +132,7 @@ func TestFamilyArchitectures(t *testing.T) {
 		md.SetString(cflowfmt.KeyRopeScaling, "linear")
 		md.SetF32(cflowfmt.KeyRopeScalingFactor, 8)
 		f.m.Header.FeatureFlags |= cflowfmt.FlagFeatures
-		md.SetString(cflowfmt.KeyFeatures, md.String(cflowfmt.KeyFeatures, "")+","+cflowfmt.FeatRopeScaling)
+		md.SetString(cflowfmt.KeyFeatures, md.String(cflowfmt.KeyFeatures, "")+","+archspec.FeatRopeScaling)
 		g := export(t, f, gguf.Options{})
 		check(t, f, g, same(0))
 		for k, want := range map[string]uint32{"gemma3.attention.sliding_window": 7, "gemma3.attention.sliding_window_pattern": 2} {
@@ -153,7 +154,7 @@ func TestFamilyArchitectures(t *testing.T) {
 		}
 	})
 	t.Run("llama3 rope factors", func(t *testing.T) {
-		f := family(t, "llama", []string{cflowfmt.FeatRopeScaling}, nil, nil, nil)
+		f := family(t, "llama", []string{archspec.FeatRopeScaling}, nil, nil, nil)
 		md := f.m.Meta
 		md.SetString(cflowfmt.KeyRopeScaling, "llama3")
 		md.SetF32(cflowfmt.KeyRopeScalingFactor, 8)
@@ -195,9 +196,9 @@ func TestExportRefusals(t *testing.T) {
 		mut  func(*cflowfmt.Model)
 		want string
 	}{
-		"qk norm on llama":        {"llama", cflowfmt.FeatQKNorm, nil, `feature "qk_norm"`},
-		"biases on qwen3":         {"qwen3", cflowfmt.FeatBias, nil, `feature "bias"`},
-		"llama3 scaling on qwen2": {"qwen2", cflowfmt.FeatRopeScaling, func(m *cflowfmt.Model) { m.Meta.SetString(cflowfmt.KeyRopeScaling, "llama3") }, "llama3 rope scaling"},
+		"qk norm on llama":        {"llama", archspec.FeatQKNorm, nil, `feature "qk_norm"`},
+		"biases on qwen3":         {"qwen3", archspec.FeatBias, nil, `feature "bias"`},
+		"llama3 scaling on qwen2": {"qwen2", archspec.FeatRopeScaling, func(m *cflowfmt.Model) { m.Meta.SetString(cflowfmt.KeyRopeScaling, "llama3") }, "llama3 rope scaling"},
 		"gemma3 kinds without a pattern": {"gemma3_text", "", func(m *cflowfmt.Model) {
 			m.Header.FeatureFlags |= cflowfmt.FlagGELU | cflowfmt.FlagEmbedScale
 			m.Header.SlidingWindow = 4

@@ -3,6 +3,7 @@ package gguf
 import (
 	"math"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
@@ -53,17 +54,17 @@ func gemma4RopeFreqs(h *cflowfmt.Header, md *cflowfmt.Metadata) []float32 {
 // (then it is the only one), post_ffw_norm_1 beside the MoE.
 func gemma4Vectors(moe bool) map[string]string {
 	v := map[string]string{
-		cflowfmt.VecQNorm: "attn_q_norm.weight", cflowfmt.VecKNorm: "attn_k_norm.weight",
-		cflowfmt.VecPostAttnNorm: "post_attention_norm.weight", cflowfmt.VecLayerScalar: "layer_output_scale.weight",
-		cflowfmt.VecPostFFNNorm: "post_ffw_norm.weight",
+		archspec.VecQNorm: "attn_q_norm.weight", archspec.VecKNorm: "attn_k_norm.weight",
+		archspec.VecPostAttnNorm: "post_attention_norm.weight", archspec.VecLayerScalar: "layer_output_scale.weight",
+		archspec.VecPostFFNNorm: "post_ffw_norm.weight",
 	}
 	if moe {
-		v[cflowfmt.VecPostFFNNorm] = "post_ffw_norm_1.weight"
-		v[cflowfmt.VecPostMoENorm] = "post_ffw_norm_2.weight"
-		v[cflowfmt.VecFFNSumNorm] = "post_ffw_norm.weight"
-		v[cflowfmt.VecExpertInNorm] = "pre_ffw_norm_2.weight"
-		v[cflowfmt.VecRouterInScale] = "ffn_gate_inp.scale"
-		v[cflowfmt.VecExpertScale] = "ffn_down_exps.scale"
+		v[archspec.VecPostFFNNorm] = "post_ffw_norm_1.weight"
+		v[archspec.VecPostMoENorm] = "post_ffw_norm_2.weight"
+		v[archspec.VecFFNSumNorm] = "post_ffw_norm.weight"
+		v[archspec.VecExpertInNorm] = "pre_ffw_norm_2.weight"
+		v[archspec.VecRouterInScale] = "ffn_gate_inp.scale"
+		v[archspec.VecExpertScale] = "ffn_down_exps.scale"
 	}
 	return v
 }
@@ -71,7 +72,7 @@ func gemma4Vectors(moe bool) map[string]string {
 // gemma4Vector is one layer vector as llama.cpp wants it: router.scale
 // without the d^-1/2 cflow folded in (llama.cpp applies it itself).
 func gemma4Vector(h *cflowfmt.Header, role string, v []float32) []float32 {
-	if role != cflowfmt.VecRouterInScale {
+	if role != archspec.VecRouterInScale {
 		return v
 	}
 	out := make([]float32, len(v))

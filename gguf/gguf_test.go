@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/gguf"
 	"github.com/cflow-dev/cflow/quant"
@@ -130,7 +131,7 @@ func TestMixtralExperts(t *testing.T) {
 
 func TestRefusesOtherArchitectures(t *testing.T) {
 	for name, mut := range map[string]func(*cflowfmt.Model){
-		"delayed sum": func(m *cflowfmt.Model) { m.Header.CombineStyle = cflowfmt.DelayedSum },
+		"delayed sum": func(m *cflowfmt.Model) { m.Header.CombineStyle = archspec.DelayedSum },
 		"gelu":        func(m *cflowfmt.Model) { m.Header.FeatureFlags |= cflowfmt.FlagGELU },
 		"softcap":     func(m *cflowfmt.Model) { m.Header.FinalLogitSoftcap = 30 },
 		"block iters": func(m *cflowfmt.Model) { m.Meta.SetU32(cflowfmt.KeyBlockIterations, 3) },

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/quant"
 )
@@ -78,7 +79,7 @@ func tensors(m *cflowfmt.Model, opt Options) ([]tensor, error) {
 			rows, _ := cflowfmt.MatrixShape(h, m.Meta, l, cflowfmt.MatQ)
 			lh := rows / int(h.NumHeads)
 			names := gemma4Vectors(h.NumExperts > 0)
-			size := map[string]int{cflowfmt.VecQNorm: lh, cflowfmt.VecKNorm: lh, cflowfmt.VecExpertScale: int(h.NumExperts), cflowfmt.VecLayerScalar: 1}
+			size := map[string]int{archspec.VecQNorm: lh, archspec.VecKNorm: lh, archspec.VecExpertScale: int(h.NumExperts), archspec.VecLayerScalar: 1}
 			for _, role := range sortedKeys(names) {
 				n, ok := size[role]
 				if !ok {
@@ -92,12 +93,12 @@ func tensors(m *cflowfmt.Model, opt Options) ([]tensor, error) {
 			n         int
 			rowOf     func(int) int
 		}{
-			{"attn_q.bias", cflowfmt.VecQBias, qDim, rope}, {"attn_k.bias", cflowfmt.VecKBias, kvDim, rope},
-			{"attn_v.bias", cflowfmt.VecVBias, kvDim, nil}, {"attn_output.bias", cflowfmt.VecOBias, d, nil},
-			{"ffn_gate.bias", cflowfmt.VecGateBias, ff, nil}, {"ffn_up.bias", cflowfmt.VecUpBias, ff, nil},
-			{"ffn_down.bias", cflowfmt.VecDownBias, d, nil},
-			{"attn_q_norm.weight", cflowfmt.VecQNorm, hd, nil}, {"attn_k_norm.weight", cflowfmt.VecKNorm, hd, nil},
-			{"post_attention_norm.weight", cflowfmt.VecPostAttnNorm, d, nil}, {"post_ffw_norm.weight", cflowfmt.VecPostFFNNorm, d, nil},
+			{"attn_q.bias", archspec.VecQBias, qDim, rope}, {"attn_k.bias", archspec.VecKBias, kvDim, rope},
+			{"attn_v.bias", archspec.VecVBias, kvDim, nil}, {"attn_output.bias", archspec.VecOBias, d, nil},
+			{"ffn_gate.bias", archspec.VecGateBias, ff, nil}, {"ffn_up.bias", archspec.VecUpBias, ff, nil},
+			{"ffn_down.bias", archspec.VecDownBias, d, nil},
+			{"attn_q_norm.weight", archspec.VecQNorm, hd, nil}, {"attn_k_norm.weight", archspec.VecKNorm, hd, nil},
+			{"post_attention_norm.weight", archspec.VecPostAttnNorm, d, nil}, {"post_ffw_norm.weight", archspec.VecPostFFNNorm, d, nil},
 		} {
 			if v := meta(l, b.key); v != nil && !a.gemma4 {
 				vecN(p+b.name, v, b.n, b.rowOf)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/x448/float16"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/gguf"
 	"github.com/cflow-dev/cflow/quant"
@@ -78,7 +79,7 @@ func build(t *testing.T, g geom) *fixture {
 	h := cflowfmt.Header{Version: cflowfmt.Version, HiddenSize: uint32(g.d), IntermediateSize: uint32(g.ffn),
 		VocabSize: uint32(g.vocab), NumLayers: uint32(g.L), MaxSeqLen: 64, NumHeads: uint16(g.heads),
 		NumKVHeads: uint16(g.kv), HeadDim: uint16(g.hd), NumExperts: uint16(g.experts), TopK: uint16(g.topK),
-		ExpertIntermediateSize: uint32(g.eff), TileRows: 16, TileCols: 32, QuantType: g.q, CombineStyle: cflowfmt.PreNorm}
+		ExpertIntermediateSize: uint32(g.eff), TileRows: 16, TileCols: 32, QuantType: g.q, CombineStyle: archspec.PreNorm}
 	if g.tied {
 		h.FeatureFlags = cflowfmt.FlagTiedEmbed
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/cflowfmt/fmttest"
 	"github.com/cflow-dev/cflow/engine"
@@ -21,7 +22,7 @@ func smallModel(t *testing.T, q quant.Type) *engine.Engine {
 	t.Helper()
 	r := rand.New(rand.NewSource(4))
 	s := fmttest.Random(r, q)
-	s.Header.CombineStyle, s.Header.DenseDelay, s.Header.ExpertDelay = cflowfmt.PreNorm, 0, 0
+	s.Header.CombineStyle, s.Header.DenseDelay, s.Header.ExpertDelay = archspec.PreNorm, 0, 0
 	s.Header.VocabSize = 60
 	path := filepath.Join(t.TempDir(), "m.cflow")
 	if _, err := fmttest.WriteCflow(path, s, nil); err != nil {

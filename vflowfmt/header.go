@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/quant"
 )
@@ -61,7 +62,7 @@ type Header struct {
 	NumExperts        uint16
 	GroupCount        uint16
 	QuantType         quant.Type
-	CombineStyle      cflowfmt.CombineStyle
+	CombineStyle      archspec.CombineStyle
 	_                 uint16
 	MetadataLength    uint32
 	MetadataOffset    uint64
@@ -109,7 +110,7 @@ func (h *Header) UnmarshalBinary(b []byte) error {
 		Version: le.Uint32(b[8:]), HiddenSize: le.Uint32(b[12:]), NumLayers: le.Uint32(b[16:]),
 		VocabSize: le.Uint32(b[20:]), NumHeads: le.Uint16(b[24:]), NumKVHeads: le.Uint16(b[26:]),
 		NumExperts: le.Uint16(b[28:]), GroupCount: le.Uint16(b[30:]),
-		QuantType: quant.Type(b[32]), CombineStyle: cflowfmt.CombineStyle(b[33]),
+		QuantType: quant.Type(b[32]), CombineStyle: archspec.CombineStyle(b[33]),
 		MetadataLength: le.Uint32(b[36:]), MetadataOffset: le.Uint64(b[40:]),
 		GroupTableOffset: le.Uint64(b[48:]), ExpertIndexOffset: le.Uint64(b[56:]),
 	}

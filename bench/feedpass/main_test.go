@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/cflowfmt/fmttest"
 	"github.com/cflow-dev/cflow/engine"
@@ -133,7 +134,7 @@ func tinyModel(t *testing.T) *cflowfmt.Model {
 	t.Helper()
 	h := cflowfmt.Header{Version: cflowfmt.Version, HiddenSize: 96, IntermediateSize: 200, VocabSize: 600,
 		NumLayers: 2, MaxSeqLen: 64, NumHeads: 4, NumKVHeads: 2, HeadDim: 24, TileRows: 64, TileCols: 96,
-		QuantType: quant.Q4_0, CombineStyle: cflowfmt.PreNorm}
+		QuantType: quant.Q4_0, CombineStyle: archspec.PreNorm}
 	md := cflowfmt.NewMetadata()
 	md.SetF32(cflowfmt.KeyRMSEps, 1e-5)
 	path := filepath.Join(t.TempDir(), "m.cflow")

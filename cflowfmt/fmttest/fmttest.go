@@ -10,6 +10,7 @@ import (
 	"math/rand"
 	randv2 "math/rand/v2"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/quant"
 )
@@ -47,7 +48,7 @@ func Random(r *rand.Rand, q quant.Type) *Spec {
 		TileRows:         uint16(pick(1, 7, 16, 64, 128)),
 		TileCols:         uint16(pick(32, 64, 96, 256)),
 		QuantType:        q,
-		CombineStyle:     cflowfmt.CombineStyle(r.Intn(6)),
+		CombineStyle:     archspec.CombineStyle(r.Intn(6)),
 		FeatureFlags:     uint8(r.Intn(16)),
 		SlidingWindow:    uint32(r.Intn(2) * 8),
 		IntermediateSize: uint32(pick(0, 1+r.Intn(300))),
@@ -364,7 +365,7 @@ func Tiny(q quant.Type, moe, mixed bool) *Spec {
 	h := cflowfmt.Header{
 		Version: cflowfmt.Version, HiddenSize: 34, IntermediateSize: 8, VocabSize: 5,
 		NumLayers: 2, MaxSeqLen: 16, NumHeads: 1, NumKVHeads: 1, HeadDim: 4,
-		TileRows: 8, TileCols: 32, QuantType: q, CombineStyle: cflowfmt.PreNorm,
+		TileRows: 8, TileCols: 32, QuantType: q, CombineStyle: archspec.PreNorm,
 	}
 	md := cflowfmt.NewMetadata()
 	md.SetString(cflowfmt.KeyArchitecture, "tiny")
@@ -375,7 +376,7 @@ func Tiny(q quant.Type, moe, mixed bool) *Spec {
 	md.SetBytes(cflowfmt.KeyNUMAPlan, []byte(`{"nodes":1,"policy":"numa-tp"}`))
 	if moe {
 		h.NumExperts, h.TopK, h.ExpertIntermediateSize = 2, 1, 4
-		h.CombineStyle, h.DenseDelay, h.ExpertDelay = cflowfmt.DelayedSum, 1, 1
+		h.CombineStyle, h.DenseDelay, h.ExpertDelay = archspec.DelayedSum, 1, 1
 	}
 	if mixed {
 		h.GlobalHeadDim = 6

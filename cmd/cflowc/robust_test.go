@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/cflowfmt/fmttest"
 	"github.com/cflow-dev/cflow/convert"
@@ -137,7 +138,7 @@ func TestConvertBoundsIterations(t *testing.T) {
 func smallModel(t *testing.T, dir string) string {
 	t.Helper()
 	s := fmttest.Random(rand.New(rand.NewSource(4)), quant.F32)
-	s.Header.CombineStyle, s.Header.DenseDelay, s.Header.ExpertDelay, s.Header.VocabSize = cflowfmt.PreNorm, 0, 0, 60
+	s.Header.CombineStyle, s.Header.DenseDelay, s.Header.ExpertDelay, s.Header.VocabSize = archspec.PreNorm, 0, 0, 60
 	p := filepath.Join(dir, "m.cflow")
 	if _, err := fmttest.WriteCflow(p, s, nil); err != nil {
 		t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt/fmttest"
 	"github.com/cflow-dev/cflow/quant"
 	"github.com/cflow-dev/cflow/trace"
@@ -21,7 +21,7 @@ import (
 // writing no trace.
 func TestRunKernel(t *testing.T) {
 	s := fmttest.Random(rand.New(rand.NewSource(6)), quant.Q4_0)
-	s.Header.CombineStyle, s.Header.DenseDelay, s.Header.ExpertDelay, s.Header.VocabSize = cflowfmt.PreNorm, 0, 0, 60
+	s.Header.CombineStyle, s.Header.DenseDelay, s.Header.ExpertDelay, s.Header.VocabSize = archspec.PreNorm, 0, 0, 60
 	dir := t.TempDir()
 	model := filepath.Join(dir, "m.cflow")
 	if _, err := fmttest.WriteCflow(model, s, nil); err != nil {

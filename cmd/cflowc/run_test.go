@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt/fmttest"
 	"github.com/cflow-dev/cflow/quant"
 	"github.com/cflow-dev/cflow/trace"
@@ -34,7 +34,7 @@ func runApp(args ...string) int {
 // without a tokenizer refuses --prompt (exit 2).
 func TestRunTraceVerify(t *testing.T) {
 	s := fmttest.Random(rand.New(rand.NewSource(4)), quant.F32)
-	s.Header.CombineStyle, s.Header.DenseDelay, s.Header.ExpertDelay, s.Header.VocabSize = cflowfmt.PreNorm, 0, 0, 60
+	s.Header.CombineStyle, s.Header.DenseDelay, s.Header.ExpertDelay, s.Header.VocabSize = archspec.PreNorm, 0, 0, 60
 	dir := t.TempDir()
 	model, tracePath := filepath.Join(dir, "m.cflow"), filepath.Join(dir, "t.json")
 	if _, err := fmttest.WriteCflow(model, s, nil); err != nil {
@@ -74,7 +74,7 @@ func TestRunTraceVerify(t *testing.T) {
 // top-p 2 (off) — and every other out-of-range sampling flag exit 2.
 func TestRunRejectsSamplingValues(t *testing.T) {
 	s := fmttest.Random(rand.New(rand.NewSource(4)), quant.F32)
-	s.Header.CombineStyle, s.Header.DenseDelay, s.Header.ExpertDelay, s.Header.VocabSize = cflowfmt.PreNorm, 0, 0, 60
+	s.Header.CombineStyle, s.Header.DenseDelay, s.Header.ExpertDelay, s.Header.VocabSize = archspec.PreNorm, 0, 0, 60
 	model := filepath.Join(t.TempDir(), "m.cflow")
 	if _, err := fmttest.WriteCflow(model, s, nil); err != nil {
 		t.Fatal(err)

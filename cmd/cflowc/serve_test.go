@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt/fmttest"
 	"github.com/cflow-dev/cflow/quant"
 )
@@ -24,7 +24,7 @@ import (
 // exit 2.
 func TestServeSIGTERM(t *testing.T) {
 	s := fmttest.Random(rand.New(rand.NewSource(4)), quant.F32)
-	s.Header.CombineStyle, s.Header.DenseDelay, s.Header.ExpertDelay, s.Header.VocabSize = cflowfmt.PreNorm, 0, 0, 60
+	s.Header.CombineStyle, s.Header.DenseDelay, s.Header.ExpertDelay, s.Header.VocabSize = archspec.PreNorm, 0, 0, 60
 	model := filepath.Join(t.TempDir(), "m.cflow")
 	if _, err := fmttest.WriteCflow(model, s, nil); err != nil {
 		t.Fatal(err)

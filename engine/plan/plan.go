@@ -7,6 +7,7 @@ package plan
 import (
 	"fmt"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
@@ -50,7 +51,7 @@ type Params struct {
 	BlockIterations int // ≥ 1
 	DenseDelay      int
 	ExpertDelay     int
-	Combine         cflowfmt.CombineStyle
+	Combine         archspec.CombineStyle
 	HasDense        bool
 	HasMoE          bool
 }

@@ -3,14 +3,14 @@ package plan
 import (
 	"testing"
 
-	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/archspec"
 )
 
 func TestDelayedSumOrder(t *testing.T) {
 	// Hand-derived from the spec for L=3, δd=1: FFN(0) first (zero input),
 	// then per layer attention, router/experts, and the next layer's FFN.
 	steps, err := Build(Params{Layers: 3, BlockIterations: 1, DenseDelay: 1, ExpertDelay: 2,
-		Combine: cflowfmt.DelayedSum, HasDense: true, HasMoE: true})
+		Combine: archspec.DelayedSum, HasDense: true, HasMoE: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func TestDelayedSumOrder(t *testing.T) {
 }
 
 func TestBlockIterationsLayout(t *testing.T) {
-	steps, err := Build(Params{Layers: 2, BlockIterations: 3, Combine: cflowfmt.PreNorm, HasDense: true})
+	steps, err := Build(Params{Layers: 2, BlockIterations: 3, Combine: archspec.PreNorm, HasDense: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,10 +48,10 @@ func TestBlockIterationsLayout(t *testing.T) {
 
 func TestRejectsUndefinedDelays(t *testing.T) {
 	for _, p := range []Params{
-		{Layers: 2, Combine: cflowfmt.DelayedSum, HasDense: true},
-		{Layers: 2, Combine: cflowfmt.PreNorm, DenseDelay: 1, HasDense: true},
-		{Layers: 2, Combine: cflowfmt.ParallelSqrt2, ExpertDelay: 1, HasMoE: true},
-		{Layers: 2, Combine: cflowfmt.DecoupledStreams, BlockIterations: 2},
+		{Layers: 2, Combine: archspec.DelayedSum, HasDense: true},
+		{Layers: 2, Combine: archspec.PreNorm, DenseDelay: 1, HasDense: true},
+		{Layers: 2, Combine: archspec.ParallelSqrt2, ExpertDelay: 1, HasMoE: true},
+		{Layers: 2, Combine: archspec.DecoupledStreams, BlockIterations: 2},
 	} {
 		if _, err := Build(p); err == nil {
 			t.Errorf("%+v accepted", p)

@@ -1,4 +1,4 @@
-package cflowfmt
+package archspec
 
 import "testing"
 

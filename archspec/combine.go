@@ -1,4 +1,4 @@
-package cflowfmt
+package archspec
 
 import "fmt"
 
@@ -7,7 +7,7 @@ import "fmt"
 // styles. Stored in GlobalHeader.combine_style. What a style means is stated
 // once, by the methods below: the checker, the converter's layout, the plan
 // and the runtime ask them instead of comparing against a style, so a new
-// style is added here (and in one runtime file), not in every package.
+// style is added here (and in one engine file), not in every package.
 type CombineStyle uint8
 
 const (
@@ -125,26 +125,3 @@ func (c CombineStyle) MergesStreams() bool { return c == DecoupledStreams }
 // Mixtral (x_mid = x + Attn(Na(x)), x_out = x_mid + FFN(Nf(x_mid))): the
 // only style another engine (llama.cpp via GGUF) computes.
 func (c CombineStyle) Standard() bool { return c == PreNorm }
-
-// RouterNorm is the norm vector a layer's router input is normalized with:
-// moe_norm for styles with their own MoE norm, else the FFN's ffn_norm.
-func (h *Header) RouterNorm() MatrixID {
-	if h.CombineStyle.OwnMoENorm() {
-		return MatMoENorm
-	}
-	return MatFFNNorm
-}
-
-// MoESlotNorm is the norm vector stored at the head of a layer's MoE slot,
-// before the router (ok false: none, the router shares the dense FFN's
-// ffn_norm, stored in the dense slot). A MoE that replaces the dense FFN
-// carries ffn_norm itself.
-func (h *Header) MoESlotNorm() (id MatrixID, ok bool) {
-	switch {
-	case h.CombineStyle.OwnMoENorm():
-		return MatMoENorm, true
-	case h.IntermediateSize == 0:
-		return MatFFNNorm, true
-	}
-	return 0, false
-}
