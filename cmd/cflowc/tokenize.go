@@ -21,7 +21,7 @@ func init() {
 	commands = append(commands, &cli.Command{
 		Name:      "tokenize",
 		Usage:     "token ids of a text (or a chat) under the model's tokenizer, or the text of ids",
-		ArgsUsage: "FILE|FILE.gguf (--text TEXT.txt | --text - | --chat MESSAGES.json) [--json] [--no-special] [--detokenize]",
+		ArgsUsage: "FILE|FILE.gguf|ollama:NAME[:TAG] (--text TEXT.txt | --text - | --chat MESSAGES.json) [--json] [--no-special] [--detokenize]",
 		Description: "FILE is a .cflow/.vflow model or a GGUF (llama.cpp's format; its tokenizer.ggml.* keys and\n" +
 			"chat template, vocabulary-only files included). Prints the ids space-separated (no BOS added: the tokenization cflowc ppl scores), or with\n" +
 			"--json {\"ids\": [...], \"bos\": N} (bos −1 when the tokenizer has none). Special tokens written in\n" +
@@ -99,8 +99,18 @@ func runTokenize(c *cli.Context) error {
 
 // tokenizerMetadata is the tokenizer metadata and vocabulary size of a
 // model file: a .cflow/.vflow's own, or a GGUF's tokenizer.ggml.* keys as
-// gguf translates them (vocabulary-only GGUFs included).
+// gguf translates them (vocabulary-only GGUFs included; ollama:NAME[:TAG]
+// names one in ollama's store).
 func tokenizerMetadata(path string) (*cflowfmt.Metadata, int, error) {
+	if strings.HasPrefix(path, gguf.OllamaPrefix) {
+		dir, err := gguf.OllamaModelsDir()
+		if err != nil {
+			return nil, 0, err
+		}
+		if path, err = gguf.ResolveOllama(path, dir); err != nil {
+			return nil, 0, err
+		}
+	}
 	if gguf.IsGGUF(path) {
 		f, err := gguf.Open(path)
 		if err != nil {
