@@ -5,58 +5,6 @@ import (
 	"fmt"
 )
 
-// Sequence is one sequence's state on an Engine — its position, KV caches
-// and per-token scheduler values — apart from the engine's weights, plans,
-// pool and scratch buffers, so one engine can advance several sequences
-// (a server's concurrent requests) in one pass over the weights with
-// StepBatch. The engine's own Step, Pos and Reset work on a default
-// sequence. A Sequence belongs to the Engine that made it.
-type Sequence struct {
-	s   seq
-	obs Observation
-	own *Engine
-}
-
-// NewSequence returns an empty sequence for e.
-func (e *Engine) NewSequence() *Sequence {
-	q := &Sequence{s: e.newSeq(), own: e}
-	q.obs = e.newObservation()
-	return q
-}
-
-// Pos is the number of tokens the sequence has consumed.
-func (q *Sequence) Pos() int { return q.s.pos }
-
-// Reset empties the sequence, keeping its allocations.
-func (q *Sequence) Reset() {
-	q.s.pos = 0
-	q.s.truncate(0)
-}
-
-// Observation describes the sequence's last token fed by StepBatch or
-// PrefillSequence.
-func (q *Sequence) Observation() *Observation { return &q.obs }
-
-func (e *Engine) newObservation() Observation {
-	o := Observation{ResidualNorms: make([]float64, e.passes), Experts: make([][]int, e.passes)}
-	for p := range o.Experts {
-		o.Experts[p] = make([]int, 0, e.h.TopK)
-	}
-	return o
-}
-
-// copyFrom makes o a deep copy of src (whose slices the next batch reuses).
-func (o *Observation) copyFrom(src *Observation) {
-	o.PreLMHeadNorm = src.PreLMHeadNorm
-	o.ResidualNorms = append(o.ResidualNorms[:0], src.ResidualNorms...)
-	if len(o.Experts) != len(src.Experts) {
-		o.Experts = make([][]int, len(src.Experts))
-	}
-	for p := range src.Experts {
-		o.Experts[p] = append(o.Experts[p][:0], src.Experts[p]...)
-	}
-}
-
 // Prefill feeds toks to the default sequence as batched prefill (each
 // weight tile read once per Options.Batch tokens) and returns the logits
 // after the last token, exactly what feeding them one by one with Step

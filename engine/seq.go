@@ -2,12 +2,14 @@ package engine
 
 import "github.com/cflow-dev/cflow/archspec"
 
-// seq is one sequence's state: its position, its KV caches (one per pass)
-// and the scheduler's per-token values — the residual(s), the open pass's
-// attention/FFN/MoE outputs, the ring of delayed dense outputs and the
-// expert queue keyed by target layer. Everything else an Engine holds (the
-// plans, the scratch buffers, the pool) is shared; the combine styles and
-// attention read and write only the seq they are handed.
+// seq is a token's state as a worker runs it: the position and KV caches
+// (one per pass) of the sequence it is bound to, and the scheduler's
+// per-token values — the residual(s), the open pass's attention/FFN/MoE
+// outputs, the ring of delayed dense outputs and the expert queue keyed by
+// target layer. A Sequence's own seq holds only its position and caches.
+// Everything else (the plans, the scratch buffers, the pool) is the
+// worker's or the engine's; the combine styles and attention read and
+// write only the seq they are handed.
 type seq struct {
 	pos int
 	kv  []kvCache
@@ -86,7 +88,8 @@ func (c *kvCache) forget(pos int) {
 	}
 }
 
-// newSeq allocates a sequence's state for this engine's geometry.
+// newSeq allocates a token's scheduler state for this engine's geometry
+// (a worker's; its KV cache is bound per token).
 func (e *Engine) newSeq() seq {
 	d := e.d
 	f32 := func(n int) []float32 { return make([]float32, n) }
@@ -96,12 +99,18 @@ func (e *Engine) newSeq() seq {
 	for i := range s.ring {
 		s.ring[i] = f32(d)
 	}
-	s.kv = make([]kvCache, e.passes)
-	for p := range s.kv {
-		lp := e.layers[p/e.iters]
-		s.kv[p].heads, s.kv[p].hd = lp.kvHeads, lp.hd
-	}
 	return s
+}
+
+// newKV makes a sequence's empty KV caches, one per pass, for this
+// engine's geometry; blocks are allocated as the sequence grows.
+func (e *Engine) newKV() []kvCache {
+	kv := make([]kvCache, e.passes)
+	for p := range kv {
+		lp := e.layers[p/e.iters]
+		kv[p].heads, kv[p].hd = lp.kvHeads, lp.hd
+	}
+	return kv
 }
 
 // residual is the buffer holding value r of the open pass.

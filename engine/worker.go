@@ -61,7 +61,6 @@ func (e *Engine) newWorker(run runner, minItems int) *worker {
 	w.gj = newGroupsJob(w)
 	w.allocBuffers()
 	w.tok = e.newSeq()
-	w.tok.kv = nil // bound to a sequence's cache per token
 	w.obs = e.newObservation()
 	return w
 }
