@@ -79,6 +79,15 @@ func (g *gen) param(name string) operand.Mem {
 	return b.Addr
 }
 
+// result is the function's one result's frame slot (ret+off(FP)).
+func (g *gen) result() operand.Mem {
+	b, err := g.ReturnIndex(0).Resolve()
+	if err != nil {
+		panic(err)
+	}
+	return b.Addr
+}
+
 // staticFloats defines a file-static read-only table name<> of float32s.
 func (g *gen) staticFloats(name string, fs ...float32) operand.Mem {
 	t := g.StaticGlobal(name)

@@ -51,11 +51,12 @@ func main() {
 var families = map[string]func(*gen){
 	"avx2i8": avx2i8Family,
 	"float":  floatFamily,
+	"exp":    expFamily,
 }
 
 func familyNames() string {
 	s := ""
-	for _, n := range []string{"avx2i8", "float"} {
+	for _, n := range []string{"avx2i8", "float", "exp"} {
 		if s != "" {
 			s += ", "
 		}
