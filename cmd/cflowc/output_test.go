@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cflow-dev/cflow/internal/fileio/fileiotest"
+	"golang.org/x/sys/unix"
 )
 
 // outputCommands are the commands with an output flag, writing to out.
@@ -81,6 +82,35 @@ func TestOutputSymlinkFollowed(t *testing.T) {
 		}
 		if st, err := os.Stat(target); err != nil || !st.Mode().IsRegular() || st.Size() == 0 {
 			t.Fatalf("%v: target %s: %v", args, target, err)
+		}
+	}
+}
+
+// TestOutputDiskFullExitsTwo: an output that fails for want of space (a
+// 16 KiB tmpfs) is the user's disk, not a bug of ours: exit 2 naming the
+// output, and nothing left on it. Before, export gguf and run --trace-out
+// exited 3. Needs CAP_SYS_ADMIN to mount; skipped without it.
+func TestOutputDiskFullExitsTwo(t *testing.T) {
+	dir := t.TempDir()
+	model := smallModel(t, dir)
+	full := filepath.Join(dir, "full")
+	os.Mkdir(full, 0o755)
+	if err := unix.Mount("tmpfs", full, "tmpfs", 0, "size=16k"); err != nil {
+		t.Skipf("cannot mount a small tmpfs: %v", err)
+	}
+	defer unix.Unmount(full, 0)
+	for _, args := range [][]string{
+		{"export", "gguf", model, "-o", filepath.Join(full, "m.gguf")},
+		{"run", model, "--prompt-ids", "1", "--max-tokens", "200", "--temperature", "0", "--trace-out", filepath.Join(full, "t.json")},
+		{"convert", "--quiet", "--quant", "q8_0", "-o", filepath.Join(full, "m.cflow"), storiesBin},
+	} {
+		var code int
+		msg := stderrOf(t, func() { code = runApp(args...) })
+		if code != exitUsage || !strings.Contains(msg, "no space left on device") || !strings.Contains(msg, full) {
+			t.Errorf("%v: exit %d, %q; want %d, the output and ENOSPC named", args, code, msg, exitUsage)
+		}
+		if ents, _ := os.ReadDir(full); len(ents) != 0 {
+			t.Fatalf("%v left %v on the full disk", args, ents)
 		}
 	}
 }
