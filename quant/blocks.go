@@ -15,7 +15,7 @@ import (
 
 // GGMLBlocks reports whether t stores ggml blocks with their scales inside
 // (the block codecs), rather than cflow's separate scale array.
-func (t Type) GGMLBlocks() bool { return t >= Q4_K && t <= Q5_1 }
+func (t Type) GGMLBlocks() bool { return t >= Q4_K && t <= Q4_1 }
 
 // BlockWeights is how many consecutive weights of a row one block of t
 // covers: 256 for the K-quants, 32 for the other quantized types, 1 for
@@ -49,6 +49,8 @@ func (t Type) BlockBytes() int {
 		return q50Bytes
 	case Q5_1:
 		return q51Bytes
+	case Q4_1:
+		return q41Bytes
 	}
 	return 4
 }
@@ -102,7 +104,7 @@ func QuantizeRows(t Type, dst []byte, src []float32, nPerRow int, imatrix []floa
 		row := src[r*nPerRow : (r+1)*nPerRow]
 		out := dst[r*rb : (r+1)*rb]
 		var sigma2 float32
-		if imatrix != nil && (t == Q5_0 || t == Q5_1 || t == Q4_0) {
+		if imatrix != nil && (t == Q5_0 || t == Q5_1 || t == Q4_0 || t == Q4_1) {
 			var sumX2 float32
 			for _, v := range row {
 				sumX2 += float32(v * v)
@@ -151,6 +153,12 @@ func quantizeBlock(t Type, x, qw []float32, sigma2 float32, y []byte) {
 		}
 	case Q8_0:
 		quantizeQ80Ref(x, y)
+	case Q4_1:
+		if qw == nil {
+			quantizeQ41Ref(x, y)
+		} else {
+			quantizeQ41Impl(x, qw, sigma2, y)
+		}
 	}
 }
 
@@ -187,6 +195,8 @@ func dequantizeBlock(t Type, b []byte, out []float32) {
 		dequantizeQ40(b, out)
 	case Q8_0:
 		dequantizeQ80(b, out)
+	case Q4_1:
+		dequantizeQ41(b, out)
 	}
 }
 
@@ -203,6 +213,8 @@ func dotBlock(t Type, b []byte, x []float32) float32 {
 		return dotQ50(b, x)
 	case Q5_1:
 		return dotQ51(b, x)
+	case Q4_1:
+		return dotQ41(b, x)
 	}
 	return 0
 }

@@ -59,6 +59,17 @@ func dotBlocksInt8(t *Tile, x *Vec, col int, y []float32) {
 					}
 					acc += float32(float32(float32(d*float32(int8(blk[192+s])))*x.dx[g]) * float32(isum))
 				}
+			case Q4_1:
+				n := int8Span(t, c0, 32)
+				g := g0 + c0/GroupSize
+				qx := x.q8[g*GroupSize:]
+				var isum, xsum int32
+				for i := 0; i < n; i++ {
+					q := blk[4+i%16] >> (4 * uint(i/16)) & 0xF
+					isum += int32(q) * int32(qx[i])
+					xsum += int32(qx[i])
+				}
+				acc += float32(float32(f16At(blk)*x.dx[g])*float32(isum)) + float32(float32(f16At(blk[2:])*x.dx[g])*float32(xsum))
 			case Q5_0, Q5_1:
 				n := int8Span(t, c0, 32)
 				g := g0 + c0/GroupSize

@@ -37,7 +37,7 @@ func dotBlocksInt8Go(t *Tile, x *Vec, col int, y []float32) {
 					dx := x.dx[(base+c)/GroupSize]
 					acc += float32(float32(float32(d*float32(int8(blk[192+s])))*dx) * float32(isum))
 				}
-			case Q5_0, Q5_1:
+			case Q5_0, Q5_1, Q4_1:
 				n := int8Span(t, c0, 32)
 				isum, xsum := dotSum(lv[:n], x.q8[base+c0:base+c0+n])
 				dx := x.dx[(base+c0)/GroupSize]
@@ -94,6 +94,11 @@ func unpackLevels(t Type, b []byte, lv *[superBlock]int32) {
 				o[64+i] = int32(ql[i]>>4|(qh[i]>>4&3)<<4) - 32
 				o[96+i] = int32(ql[32+i]>>4|(qh[i]>>6&3)<<4) - 32
 			}
+		}
+	case Q4_1:
+		for i := 0; i < 16; i++ {
+			lv[i] = int32(b[4+i] & 0xF)
+			lv[16+i] = int32(b[4+i] >> 4)
 		}
 	case Q5_0, Q5_1:
 		q5 := b[2:]

@@ -9,7 +9,7 @@ import (
 	"github.com/x448/float16"
 )
 
-var blockCodecs = []Type{Q4_K, Q5_K, Q6_K, Q5_0, Q5_1}
+var blockCodecs = []Type{Q4_K, Q5_K, Q6_K, Q5_0, Q5_1, Q4_1}
 
 // fp32ToFP16 is ggml's transcription; x448/float16 is an independent
 // round-to-nearest-even converter, and every non-NaN float32 must agree.

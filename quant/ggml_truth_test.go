@@ -24,7 +24,7 @@ import (
 // floats must be identical.
 
 // ggmlTypeID is ggml's enum ggml_type for the block codecs.
-var ggmlTypeID = map[Type]int32{Q4_0: 2, Q8_0: 8, Q5_0: 6, Q5_1: 7, Q4_K: 12, Q5_K: 13, Q6_K: 14}
+var ggmlTypeID = map[Type]int32{Q4_0: 2, Q4_1: 3, Q8_0: 8, Q5_0: 6, Q5_1: 7, Q4_K: 12, Q5_K: 13, Q6_K: 14}
 
 // ggmlCFlags are the harness's compile flags: ggml-base's release build
 // (NDEBUG; x86-64 without -march, so no FMA contraction; -ffp-contract=off
@@ -252,12 +252,12 @@ var imatrixKinds = []struct {
 // K-quants, 32-multiples (not all 256-multiples) for Q5_0/Q5_1.
 var ggmlShapes = map[Type][]int{
 	Q4_K: {256, 512}, Q5_K: {256, 768}, Q6_K: {256, 512},
-	Q5_0: {32, 96, 288}, Q5_1: {32, 160, 288}, Q4_0: {32, 288}, Q8_0: {32, 288},
+	Q5_0: {32, 96, 288}, Q5_1: {32, 160, 288}, Q4_0: {32, 288}, Q8_0: {32, 288}, Q4_1: {32, 288},
 }
 
 // ggmlTested are the types compared: the block codecs and ggml's Q4_0 and
 // Q8_0 (in GGUF's layout).
-var ggmlTested = []Type{Q4_K, Q5_K, Q6_K, Q5_0, Q5_1, Q4_0, Q8_0}
+var ggmlTested = []Type{Q4_K, Q5_K, Q6_K, Q5_0, Q5_1, Q4_1, Q4_0, Q8_0}
 
 func TestBlockCodecsMatchGGML(t *testing.T) {
 	bin := ggmlHarness(t)

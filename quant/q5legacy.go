@@ -156,3 +156,77 @@ func dotQ51(b []byte, x []float32) float32 {
 	}
 	return float32(f16At(b)*sumQX) + float32(f16At(b[2:])*sumX)
 }
+
+// Q4_1, ggml's block_q4_1 (20 bytes per 32 weights): f16 d, f16 m, 16
+// bytes of nibbles (weight j low, j+16 high). Weight = d·q + m.
+
+const q41Bytes = 20
+
+// quantizeQ41Ref is quantize_row_q4_1_ref for one 32-weight block.
+func quantizeQ41Ref(x []float32, y []byte) {
+	min, max := float32(3.40282346638528859811704183484516925440e+38), float32(-3.40282346638528859811704183484516925440e+38)
+	for _, v := range x[:32] {
+		if v < min {
+			min = v
+		}
+		if v > max {
+			max = v
+		}
+	}
+	d := (max - min) / 15
+	var id float32
+	if d != 0 {
+		id = 1 / d
+	}
+	putF16(y[0:], d)
+	putF16(y[2:], min)
+	for j := 0; j < 16; j++ {
+		xi0 := uint8(min8(15, int8(cTrunc(float32(float32(x[j]-min)*id)+0.5))))
+		xi1 := uint8(min8(15, int8(cTrunc(float32(float32(x[j+16]-min)*id)+0.5))))
+		y[4+j] = xi0 | xi1<<4
+	}
+}
+
+// min8 is ggml's MIN on an int8 operand.
+func min8(a, b int8) int8 {
+	if a < b {
+		return a
+	}
+	return b
+}
+
+// quantizeQ41Impl is quantize_row_q4_1_impl for one block of a row with
+// the row's σ² (see quantizeQ50Impl).
+func quantizeQ41Impl(x, qw []float32, sigma2 float32, y []byte) {
+	var weight [32]float32
+	var l, laux [32]uint8
+	for j, v := range x[:32] {
+		weight[j] = float32(qw[j] * sqrt32(sigma2+float32(v*v)))
+	}
+	d, negMin := makeQkxQuants(32, 15, x, weight[:], l[:], laux[:], -0.9, 0.05, 36, true)
+	putF16(y[0:], d)
+	putF16(y[2:], -negMin)
+	for j := 0; j < 16; j++ {
+		y[4+j] = l[j] | l[j+16]<<4
+	}
+}
+
+// dequantizeQ41 is dequantize_row_q4_1 for one block.
+func dequantizeQ41(b []byte, out []float32) {
+	d, m := f16At(b), f16At(b[2:])
+	for j := 0; j < 16; j++ {
+		out[j] = float32(float32(b[4+j]&0x0F)*d) + m
+		out[j+16] = float32(float32(b[4+j]>>4)*d) + m
+	}
+}
+
+// dotQ41 is the oracle's product of one block with x[:32]: d·Σq·x + m·Σx.
+func dotQ41(b []byte, x []float32) float32 {
+	var sumQX, sumX float32
+	for j := 0; j < 32; j++ {
+		q := b[4+j%16] >> (4 * uint(j/16)) & 0xF
+		sumQX += float32(float32(q) * x[j])
+		sumX += x[j]
+	}
+	return float32(f16At(b)*sumQX) + float32(f16At(b[2:])*sumX)
+}

@@ -38,6 +38,10 @@ const (
 	// Q5_1 is ggml's block_q5_1: 32 weights in 24 bytes, the fallback
 	// for Q5_K.
 	Q5_1 Type = 7
+	// Q4_1 is ggml's block_q4_1: 32 weights in 20 bytes (d·q + m), what
+	// llama-quantize's q4_0 recipe gives the first layers' ffn_down when an
+	// importance matrix is given.
+	Q4_1 Type = 8
 )
 
 // GroupSize is the number of consecutive weights along a row that share one
@@ -70,6 +74,8 @@ func (t Type) String() string {
 		return "q5_0"
 	case Q5_1:
 		return "q5_1"
+	case Q4_1:
+		return "q4_1"
 	}
 	return fmt.Sprintf("quant(%d)", uint8(t))
 }

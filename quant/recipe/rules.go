@@ -61,7 +61,8 @@ type Options struct {
 // llama-quantize chooses for recipe r. Tensors llama-quantize leaves
 // unquantized (1-D tensors, norms, the MoE router ffn_gate_inp, and the
 // others tensor_allows_quantization lists) are F32. An error names a
-// tensor whose choice cflow cannot store or whose layer cannot be read.
+// tensor whose choice cflow cannot store (f16) or whose layer cannot be
+// read.
 func Choose(r Recipe, m Model, tensors []Tensor, opt Options) ([]quant.Type, error) {
 	gs, err := chooseGGML(r, m, tensors, opt)
 	if err != nil {

@@ -55,13 +55,12 @@ func parseGGMLType(s string) (ggmlType, error) {
 			return ggmlType(t), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown tensor type %q (want f32, q4_0, q8_0, q4_k, q5_k, q6_k, q5_0 or q5_1)", s)
+	return 0, fmt.Errorf("unknown tensor type %q (want f32, q4_0, q4_1, q8_0, q4_k, q5_k, q6_k, q5_0 or q5_1)", s)
 }
 
-// cflow is the quant.Type storing t. cflow has no f16 or q4_1 tiles; a
-// choice of one (llama-quantize's f16 for rows not a multiple of 32, its
-// q4_1 for q4_0's first ffn_down layers under an imatrix) is an error
-// naming the tensor, never a silent substitute.
+// cflow is the quant.Type storing t. cflow has no f16 tiles; a choice of
+// f16 (llama-quantize's for rows not a multiple of 32) is an error naming
+// the tensor, never a silent substitute.
 func (t ggmlType) cflow(tensor string) (quant.Type, error) {
 	switch t {
 	case tF32:
@@ -80,6 +79,8 @@ func (t ggmlType) cflow(tensor string) (quant.Type, error) {
 		return quant.Q5_0, nil
 	case tQ5_1:
 		return quant.Q5_1, nil
+	case tQ4_1:
+		return quant.Q4_1, nil
 	}
 	if tensor == "" {
 		return 0, fmt.Errorf("tensor type %s: cflow has no %s codec", t, t)

@@ -39,6 +39,7 @@ int main(void) {
 		case GGML_TYPE_Q5_0: got = quantize_q5_0(src, dst, nrows, n, imx); dequantize_row_q5_0(dst, deq, nrows * n); break;
 		case GGML_TYPE_Q5_1: got = quantize_q5_1(src, dst, nrows, n, imx); dequantize_row_q5_1(dst, deq, nrows * n); break;
 		case GGML_TYPE_Q4_0: got = quantize_q4_0(src, dst, nrows, n, imx); dequantize_row_q4_0(dst, deq, nrows * n); break;
+		case GGML_TYPE_Q4_1: got = quantize_q4_1(src, dst, nrows, n, imx); dequantize_row_q4_1(dst, deq, nrows * n); break;
 		case GGML_TYPE_Q8_0: got = quantize_q8_0(src, dst, nrows, n, imx); dequantize_row_q8_0(dst, deq, nrows * n); break;
 		default: return 2;
 		}

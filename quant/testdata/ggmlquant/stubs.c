@@ -1,5 +1,5 @@
 // stubs.c - the few ggml.c symbols ggml-quants.c links against, for the
-// seven types the harness drives (block sizes from ggml-common.h).
+// eight types the harness drives (block sizes from ggml-common.h).
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +11,7 @@
 static int64_t blck(enum ggml_type t) {
 	switch (t) {
 	case GGML_TYPE_Q4_K: case GGML_TYPE_Q5_K: case GGML_TYPE_Q6_K: return QK_K;
-	case GGML_TYPE_Q5_0: case GGML_TYPE_Q5_1: case GGML_TYPE_Q4_0: case GGML_TYPE_Q8_0: return 32;
+	case GGML_TYPE_Q5_0: case GGML_TYPE_Q5_1: case GGML_TYPE_Q4_0: case GGML_TYPE_Q4_1: case GGML_TYPE_Q8_0: return 32;
 	default: return 0;
 	}
 }
@@ -24,6 +24,7 @@ size_t ggml_type_size(enum ggml_type t) {
 	case GGML_TYPE_Q5_0: return sizeof(block_q5_0);
 	case GGML_TYPE_Q5_1: return sizeof(block_q5_1);
 	case GGML_TYPE_Q4_0: return sizeof(block_q4_0);
+	case GGML_TYPE_Q4_1: return sizeof(block_q4_1);
 	case GGML_TYPE_Q8_0: return sizeof(block_q8_0);
 	default: fprintf(stderr, "stubs.c: type %d not stubbed\n", (int)t); exit(3);
 	}
