@@ -68,6 +68,6 @@ type Model struct {
 	// Image is the mapping of the whole file the tiles alias (nil when the
 	// image was not mapped: OpenBytes, files under a page), so bench can
 	// report how much of it the kernel maps with 2 MiB pages
-	// (MappedHugePages). Set by OpenMapped.
+	// (fileio.MappedHugePages). Set by OpenMapped.
 	Image []byte
 }
