@@ -39,12 +39,17 @@ func OpenModel(md *cflowfmt.Metadata, vocab int) (*Model, error) {
 
 // Prompt renders msgs and tokenizes the text as apply_chat_template does
 // (special tokens matched, no BOS added: the template writes bos_token).
-func (m *Model) Prompt(msgs []Message) ([]int, error) {
+func (m *Model) Prompt(msgs []Message) ([]int, error) { return m.PromptLimit(msgs, 0) }
+
+// PromptLimit is Prompt that stops tokenizing once more than limit ids
+// are out (limit ≤ 0: none; tokenizer.EncodeLimited), for a caller that
+// refuses a prompt longer than limit anyway (the server, at ctx).
+func (m *Model) PromptLimit(msgs []Message, limit int) ([]int, error) {
 	text, err := m.Template.Render(msgs, m.Options)
 	if err != nil {
 		return nil, err
 	}
-	return tokenizer.EncodeText(m.Tokenizer, text, false)
+	return tokenizer.EncodeLimited(m.Tokenizer, text, false, limit)
 }
 
 // Engine is what a conversation needs of a decode engine: generate's loop

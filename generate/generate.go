@@ -194,11 +194,22 @@ func (st Stats) String() string {
 // text: BOS when the tokenizer adds one (tokenizer.AddsBOS), then the
 // text's tokens.
 func EncodePrompt(tk tokenizer.Tokenizer, text string) ([]int, error) {
+	return EncodePromptLimit(tk, text, 0)
+}
+
+// EncodePromptLimit is EncodePrompt that stops once more than limit ids
+// are out (tokenizer.EncodeLimited; limit ≤ 0: none): the server passes
+// ctx, so it stops at ctx + 1 tokens, enough to refuse a prompt that does
+// not fit without tokenizing all of it.
+func EncodePromptLimit(tk tokenizer.Tokenizer, text string, limit int) ([]int, error) {
 	var ids []int
 	if tk.BOS() >= 0 && tokenizer.AddsBOS(tk) {
 		ids = append(ids, tk.BOS())
 	}
-	body, err := tk.Encode(text)
+	if limit > 0 {
+		limit = max(1, limit-len(ids))
+	}
+	body, err := tokenizer.EncodeLimited(tk, text, false, limit)
 	if err != nil {
 		return nil, err
 	}

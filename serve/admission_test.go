@@ -134,6 +134,14 @@ func TestHugeMessageRefusedAtOnce(t *testing.T) {
 		}
 		t.Logf("%s: %d in %v, %.2f MB allocated", c.name, resp.StatusCode, took, float64(alloc)/1e6)
 	}
+	// Within every byte bound yet longer than the context once rendered
+	// (200 one-byte messages joined by newlines): tokenizing stops at
+	// ctx + 1 tokens and the prompt is refused.
+	turns := `{"messages":[` + strings.Repeat(`{"role":"user","content":"a"},`, 199) + `{"role":"user","content":"a"}]}`
+	if code, v := post(t, hs.URL+"/v1/chat/completions", turns); code != 400 || v["error"].(map[string]any)["code"] != "context_length_exceeded" ||
+		!strings.Contains(v["error"].(map[string]any)["message"].(string), "more than 256 tokens") {
+		t.Errorf("200 turns at ctx 256: %d %v", code, v)
+	}
 	if code, v := post(t, hs.URL+"/v1/completions", `{"prompt":"`+strings.Repeat("a", 4000)+`"}`); code != 400 ||
 		v["error"].(map[string]any)["code"] != "context_length_exceeded" {
 		t.Errorf("a 4000-byte prompt at ctx 256: %d %v", code, v)

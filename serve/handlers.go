@@ -81,7 +81,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer t.leave()
-	prompt, err := s.tmpl.Prompt(msgs)
+	prompt, err := s.tmpl.Prompt(msgs, s.ctx)
 	msgs = nil
 	if err != nil {
 		writeError(w, badParam("messages", "the chat template failed: %v", err))
@@ -132,7 +132,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	defer t.leave()
 	prompt := p.ids
 	if prompt == nil {
-		ids, err := generate.EncodePrompt(s.cfg.Tokenizer, p.text)
+		ids, err := generate.EncodePromptLimit(s.cfg.Tokenizer, p.text, s.ctx)
 		if err != nil {
 			writeError(w, badParam("prompt", "%v", err))
 			return
@@ -216,6 +216,10 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, g genRequest, 
 	c := g.c
 	if len(prompt) == 0 {
 		writeError(w, badParam(param, "the prompt is empty and the tokenizer has no BOS to start from"))
+		return
+	}
+	if len(prompt) > s.ctx { // tokenizing stopped at ctx + 1 tokens
+		writeError(w, badRequest("context_length_exceeded", "the prompt has more than %d tokens, the context (tokenizing stopped there)", s.ctx))
 		return
 	}
 	maxTok, e := c.maxTokens(max(1, s.ctx-len(prompt)))

@@ -14,8 +14,10 @@ import (
 type ChatTemplate interface {
 	// Name says which template this is (logged at start, for the user).
 	Name() string
-	// Prompt renders messages and returns the token ids to feed.
-	Prompt(messages []Message) ([]int, error)
+	// Prompt renders messages and returns the token ids to feed. It may
+	// stop tokenizing once more than limit ids are out (limit ≤ 0: no
+	// limit): the server passes ctx and refuses anything longer.
+	Prompt(messages []Message, limit int) ([]int, error)
 }
 
 // Plain is the chat template of a file that has none: the messages'
@@ -29,10 +31,10 @@ func (Plain) Name() string {
 }
 
 // Prompt implements ChatTemplate.
-func (p Plain) Prompt(messages []Message) ([]int, error) {
+func (p Plain) Prompt(messages []Message, limit int) ([]int, error) {
 	parts := make([]string, len(messages))
 	for i, m := range messages {
 		parts[i] = m.Content
 	}
-	return generate.EncodePrompt(p.Tokenizer, strings.Join(parts, "\n"))
+	return generate.EncodePromptLimit(p.Tokenizer, strings.Join(parts, "\n"), limit)
 }

@@ -147,6 +147,11 @@ type EncodeOptions struct {
 	// SplitSpecial spells special tokens written in the text out as
 	// ordinary text instead of matching them (split_special_tokens).
 	SplitSpecial bool
+	// Limit, when > 0, stops encoding once more than Limit ids are out:
+	// the result is then a prefix of more than Limit ids, enough for a
+	// caller (the server's admission: ctx + 1) to know the text does not
+	// fit without paying to tokenize the rest of it.
+	Limit int
 }
 
 // EncodeWith tokenizes text as the options say.
@@ -177,6 +182,9 @@ func (t *HF) EncodeWith(text string, o EncodeOptions) ([]int, error) {
 			}
 			if ids, err = t.model.word(w, ids); err != nil {
 				return nil, err
+			}
+			if o.Limit > 0 && len(ids) > o.Limit {
+				return ids, nil
 			}
 		}
 	}

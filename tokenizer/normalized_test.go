@@ -94,3 +94,32 @@ func TestNormalizedAddedTokensWithNormalizerRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodeLimitStopsEarly: with a limit, encoding stops once more than
+// limit ids are out, and what it returns is the start of the whole
+// encoding (so more than limit ids means the text does not fit); the
+// byte tokenizer stops at limit + 1 bytes.
+func TestEncodeLimitStopsEarly(t *testing.T) {
+	tk := refTokenizer(t, "llama3")
+	text := strings.Repeat(strings.Join(corpus(), " "), 4)
+	whole, err := tk.Encode(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, limit := range []int{1, 7, 256, len(whole) - 1} {
+		got, err := EncodeLimited(tk, text, false, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) <= limit || len(got) > limit+64 || fmt.Sprint(got) != fmt.Sprint(whole[:len(got)]) {
+			t.Fatalf("limit %d: %d ids (whole: %d), want a prefix of the whole just past the limit", limit, len(got), len(whole))
+		}
+	}
+	if got, _ := EncodeLimited(tk, text, false, len(whole)); len(got) != len(whole) {
+		t.Fatalf("limit = the whole length: %d ids of %d", len(got), len(whole))
+	}
+	b := &Byte{bos: -1, eos: -1}
+	if got, _ := EncodeLimited(b, strings.Repeat("a", 8<<20), false, 256); len(got) != 257 {
+		t.Fatalf("byte tokenizer, limit 256: %d ids", len(got))
+	}
+}

@@ -128,6 +128,22 @@ func (b *Byte) BOS() int { return b.bos }
 // EOS implements Tokenizer.
 func (b *Byte) EOS() int { return b.eos }
 
+// EncodeLimited is EncodeText that stops once more than limit ids are out
+// (limit ≤ 0: no limit): a text that cannot fit in limit tokens costs at
+// most limit + 1 tokens' work for tokenizers that encode word by word (HF)
+// or byte by byte; llama2.c's tokenizer still encodes it whole.
+func EncodeLimited(tk Tokenizer, text string, splitSpecial bool, limit int) ([]int, error) {
+	switch t := tk.(type) {
+	case *HF:
+		return t.EncodeWith(text, EncodeOptions{SplitSpecial: splitSpecial, Limit: limit})
+	case *Byte:
+		if limit > 0 && len(text) > limit+1 {
+			text = text[:limit+1]
+		}
+	}
+	return EncodeText(tk, text, splitSpecial)
+}
+
 // EncodeText encodes text without BOS; splitSpecial spells special tokens
 // in the text out as ordinary text (only HF tokenizers have any to match).
 func EncodeText(tk Tokenizer, text string, splitSpecial bool) ([]int, error) {

@@ -181,10 +181,10 @@ type fileTemplate struct{ cm *chat.Model }
 
 func (fileTemplate) Name() string { return "the file's own (tokenizer_config.json chat_template)" }
 
-func (f fileTemplate) Prompt(msgs []serve.Message) ([]int, error) {
+func (f fileTemplate) Prompt(msgs []serve.Message, limit int) ([]int, error) {
 	cms := make([]chat.Message, len(msgs))
 	for i, m := range msgs {
 		cms[i] = chat.Message{Role: m.Role, Content: m.Content}
 	}
-	return f.cm.Prompt(cms)
+	return f.cm.PromptLimit(cms, limit)
 }
