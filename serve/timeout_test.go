@@ -154,7 +154,7 @@ func TestSlowBodyDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if took > 2*time.Second || !strings.HasPrefix(out, "HTTP/1.1 408") {
+	if took > 3*time.Second || !strings.HasPrefix(out, "HTTP/1.1 408") {
 		t.Fatalf("slow body: after %v: %q, want a 408 near 300 ms", took, out)
 	}
 }
@@ -220,7 +220,7 @@ func TestNonReadingStreamFreesSlot(t *testing.T) {
 	until(t, "the stream to take the slot", func() bool { return sv.s.sched.busy.Load() == 1 })
 	t0 := time.Now()
 	until(t, "the slot to be freed", func() bool { return sv.s.sched.busy.Load() == 0 && sv.s.gate.n.Load() == 0 })
-	if took := time.Since(t0); took > 2500*time.Millisecond {
+	if took := time.Since(t0); took > 3*time.Second { // generating all 200 tokens takes 4 s
 		t.Fatalf("the non-reading client held its slot %v", took)
 	}
 }
@@ -258,7 +258,7 @@ func TestDrainWithStalledClients(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the drain did not finish within 5 s")
 	}
-	if took := time.Since(t0); took > 2*time.Second {
+	if took := time.Since(t0); took > 4*time.Second {
 		t.Errorf("drain took %v with stalled clients (timeouts 400 ms)", took)
 	}
 	sv.result <- nil // for the cleanup
