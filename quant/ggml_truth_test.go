@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -142,10 +144,12 @@ func runGGML(t *testing.T, bin string, cases []ggmlCase) (qs [][]byte, deqs [][]
 
 // rowKinds are the row shapes the comparison covers, random and
 // adversarial, each a function of the row length and a generator.
-var rowKinds = []struct {
+type rowKind struct {
 	name string
 	gen  func(n int, r *rand.Rand) []float32
-}{
+}
+
+var rowKinds = []rowKind{
 	{"normal", func(n int, r *rand.Rand) []float32 {
 		return fill(n, func(int) float32 { return float32(r.NormFloat64()) })
 	}},
@@ -262,19 +266,27 @@ var ggmlTested = []Type{Q4_K, Q5_K, Q6_K, Q5_0, Q5_1, Q4_1, Q4_0, Q8_0}
 func TestBlockCodecsMatchGGML(t *testing.T) {
 	bin := ggmlHarness(t)
 	r := rand.New(rand.NewPCG(33, 256))
+	kinds := rowKinds
+	if runtime.GOARCH != "amd64" {
+		// Subnormal groups make 1/d infinite, and ggml's casts of ±Inf or
+		// NaN to an 8-bit integer are undefined in C: x86 gives 0 (what
+		// cTrunc transcribes), arm64 saturates.
+		kinds = slices.DeleteFunc(slices.Clone(kinds), func(k rowKind) bool { return k.name == "subnormal" })
+		t.Logf("%s: subnormal rows left out (C leaves their bytes to the CPU)", runtime.GOARCH)
+	}
 	var cases []ggmlCase
 	for _, ty := range ggmlTested {
 		for _, n := range ggmlShapes[ty] {
 			for _, im := range imatrixKinds {
 				c := ggmlCase{name: fmt.Sprintf("%s/n=%d/imatrix=%s", ty, n, im.name), t: ty, n: n, imx: im.gen(n, r)}
-				for _, k := range rowKinds {
+				for _, k := range kinds {
 					c.rows = append(c.rows, k.gen(n, r))
 				}
 				// Rows mixing kinds block by block.
 				for i := 0; i < 4; i++ {
 					row := make([]float32, 0, n)
 					for len(row) < n {
-						k := rowKinds[r.IntN(len(rowKinds))]
+						k := kinds[r.IntN(len(kinds))]
 						row = append(row, k.gen(32, r)...)
 					}
 					c.rows = append(c.rows, row)
@@ -300,7 +312,7 @@ func TestBlockCodecsMatchGGML(t *testing.T) {
 			if !bytes.Equal(g, w) {
 				for b := 0; b < rb/bb; b++ {
 					if !bytes.Equal(g[b*bb:(b+1)*bb], w[b*bb:(b+1)*bb]) {
-						t.Errorf("%s row %d (%s) block %d: bytes differ from ggml\n got %x\nwant %x", c.name, ri, rowName(ri), b, g[b*bb:(b+1)*bb], w[b*bb:(b+1)*bb])
+						t.Errorf("%s row %d (%s) block %d: bytes differ from ggml\n got %x\nwant %x", c.name, ri, rowName(kinds, ri), b, g[b*bb:(b+1)*bb], w[b*bb:(b+1)*bb])
 						break
 					}
 				}
@@ -325,9 +337,9 @@ func TestBlockCodecsMatchGGML(t *testing.T) {
 	}
 }
 
-func rowName(i int) string {
-	if i < len(rowKinds) {
-		return rowKinds[i].name
+func rowName(kinds []rowKind, i int) string {
+	if i < len(kinds) {
+		return kinds[i].name
 	}
 	return "mixed"
 }
