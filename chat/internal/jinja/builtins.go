@@ -488,8 +488,12 @@ func filterFromjson(args []Value, kwargs map[string]Value) (Value, error) {
 		return Undefined(), nil
 	}
 
+	// Numbers as json.Number, so 42 stays an int (Python's json.loads)
+	// and prints "42", not the float repr "42.0" (cflow's change).
 	var result any
-	if err := json.Unmarshal([]byte(args[0].AsString()), &result); err != nil {
+	dec := json.NewDecoder(strings.NewReader(args[0].AsString()))
+	dec.UseNumber()
+	if err := dec.Decode(&result); err != nil {
 		return Undefined(), fmt.Errorf("fromjson: %w", err)
 	}
 
