@@ -11,7 +11,8 @@ import (
 )
 
 // checkLayerCount refuses a num_hidden_layers smaller than the layers the
-// checkpoint holds: the rest would be dropped without a word.
+// checkpoint holds: the rest would be dropped without a word. The message
+// names the first tensor (sorted) of the highest layer.
 func checkLayerCount(c *checkpoint, file string, L int) error {
 	top, name := -1, ""
 	for n := range c.tensors {
@@ -23,7 +24,7 @@ func checkLayerCount(c *checkpoint, file string, L int) error {
 		if i <= 0 {
 			continue
 		}
-		if l, err := strconv.Atoi(rest[:i]); err == nil && l > top {
+		if l, err := strconv.Atoi(rest[:i]); err == nil && (l > top || l == top && n < name) {
 			top, name = l, n
 		}
 	}
