@@ -4,7 +4,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
+	"github.com/cflow-dev/cflow/internal/fileio"
 	"github.com/x448/float16"
 )
 
@@ -14,7 +18,11 @@ import (
 // anything is written. A value is non-finite exactly when its exponent bits
 // are all ones, so the scan tests eight bytes at a time for a lane whose
 // exponent field equals the mask (a zero lane of (x & m) ^ m).
-func (t *tensor) checkFinite() error {
+func (t *tensor) checkFinite() error { return t.checkFiniteRange(0, len(t.data)) }
+
+// checkFiniteRange is checkFinite over bytes [from, to) of the data, both
+// multiples of the element size.
+func (t *tensor) checkFiniteRange(from, to int) error {
 	var mask, lanes uint64
 	es := t.dt.size()
 	switch t.dt {
@@ -28,8 +36,8 @@ func (t *tensor) checkFinite() error {
 		return nil
 	}
 	high := lanes << (8*es - 1) // each lane's top bit
-	b := t.data
-	i := 0
+	b := t.data[:to]
+	i := from
 	for ; i+8 <= len(b); i += 8 {
 		y := binary.LittleEndian.Uint64(b[i:])&mask ^ mask
 		if (y-lanes)&^y&high != 0 {
@@ -53,4 +61,55 @@ func (t *tensor) checkFinite() error {
 		}
 	}
 	return nil
+}
+
+// finiteChunk is the unit of checkFiniteAll's work: a multiple of 8 and of
+// every element size, large enough that a guard per chunk costs nothing.
+const finiteChunk = 4 << 20
+
+// checkFiniteAll is checkFinite over ts on every core: the tensors' bytes
+// are cut into chunks that GOMAXPROCS goroutines scan, each read under a
+// fault guard (fileio.GuardFaultIn with locate, as the guard is per
+// goroutine). The error is the one a scan of ts in order would meet first.
+func checkFiniteAll(ts []*tensor, locate func(addr uintptr) (string, int64)) error {
+	type chunk struct{ t, from, to int }
+	var chunks []chunk
+	for i, t := range ts {
+		for a := 0; a < len(t.data); a += finiteChunk {
+			chunks = append(chunks, chunk{i, a, min(a+finiteChunk, len(t.data))})
+		}
+	}
+	errs := make([]error, len(chunks))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := min(runtime.GOMAXPROCS(0), len(chunks)); w > 0; w-- {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := int(next.Add(1) - 1); k < len(chunks); k = int(next.Add(1) - 1) {
+				c := chunks[k]
+				errs[k] = fileio.GuardFaultIn(locate, func() error { return ts[c.t].checkFiniteRange(c.from, c.to) })
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// locateIn is a fault locator for one mapped file held in b: the offset of
+// a faulting address in it.
+func locateIn(file string, b []byte) func(addr uintptr) (string, int64) {
+	return func(addr uintptr) (string, int64) {
+		if len(b) > 0 {
+			if base := uintptrOf(b); addr >= base && addr-base < uintptr(len(b)) {
+				return file, int64(addr - base)
+			}
+		}
+		return file, 0
+	}
 }

@@ -74,6 +74,7 @@ func parseSafetensors(file string, b []byte) (map[string]*tensor, error) {
 		return nil, fmt.Errorf("%s: %v", file, err)
 	}
 	out := make(map[string]*tensor, len(ents))
+	var scan []*tensor
 	for _, ne := range ents {
 		view, ok := st.Tensor(ne.name)
 		if !ok {
@@ -110,10 +111,12 @@ func parseSafetensors(file string, b []byte) (map[string]*tensor, error) {
 			}
 			return nil, err
 		}
-		if err := t.checkFinite(); err != nil {
-			return nil, err
-		}
 		out[ne.name] = t
+		scan = append(scan, t)
+	}
+	// Every value is checked for finiteness, in file order, on every core.
+	if err := checkFiniteAll(scan, locateIn(file, b)); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

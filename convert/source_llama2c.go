@@ -167,7 +167,8 @@ func isQK(name string) bool {
 }
 
 // addLlama2cTensors parses the header of b, the mapped file, and adds its
-// tensors under HF names, each checked for non-finite values.
+// tensors under HF names, each checked for non-finite values (in file
+// order, on every core).
 func (c *source) addLlama2cTensors(b []byte) (llama2cHeader, error) {
 	h, err := parseLlama2cHeader(c.path, b)
 	if err != nil {
@@ -175,6 +176,7 @@ func (c *source) addLlama2cTensors(b []byte) (llama2cHeader, error) {
 	}
 	hd := h.Dim / h.Heads
 	off := int64(llama2cHeaderSize)
+	var scan []*tensor
 	for _, lt := range llama2cTensors(h) {
 		n := int64(4)
 		for _, s := range lt.shape {
@@ -182,12 +184,10 @@ func (c *source) addLlama2cTensors(b []byte) (llama2cHeader, error) {
 		}
 		if lt.name != "" {
 			t, err := newTensor(lt.name, c.path, dtF32, lt.shape, b[off:off+n])
-			if err == nil {
-				err = t.checkFinite()
-			}
 			if err != nil {
 				return h, err
 			}
+			scan = append(scan, t)
 			if isQK(lt.name) {
 				t.rowOf = splitHalfRow(hd)
 			}
@@ -195,5 +195,5 @@ func (c *source) addLlama2cTensors(b []byte) (llama2cHeader, error) {
 		}
 		off += n
 	}
-	return h, nil
+	return h, checkFiniteAll(scan, c.locate)
 }
