@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
+
+	"github.com/cflow-dev/cflow/quant"
 )
 
 // LayerSums are the per-layer weight checksums stored under
@@ -27,9 +29,30 @@ func (s LayerSums) AddTile(layer int, parts ...[]byte) {
 	for _, p := range parts {
 		h.Write(p)
 	}
+	s.Add(layer, h.Sum64())
+}
+
+// Add folds a tile's hash (TileSum) into its layer's entry; out-of-range
+// layers are ignored as by AddTile.
+func (s LayerSums) Add(layer int, sum uint64) {
 	if layer >= 0 && layer < len(s) {
-		s[layer] += h.Sum64()
+		s[layer] += sum
 	}
+}
+
+// TileSum is the hash a stored tile adds to its layer's entry: FNV-1a-64
+// over its header as th encodes it, its scales and its data. A writer fed
+// many tiles computes it off its own goroutine (WriteTileSum), since the
+// hash is as costly as copying the bytes and the sums do not depend on the
+// order tiles are hashed in.
+func TileSum(th *TileHeader, t *quant.Tile) uint64 {
+	var b [TileHeaderSize]byte
+	th.Put(b[:])
+	h := fnv.New64a()
+	h.Write(b[:])
+	h.Write(t.Scales)
+	h.Write(t.Data)
+	return h.Sum64()
 }
 
 // Bytes encodes the sums as the metadata value (little-endian u64 each).

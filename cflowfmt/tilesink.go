@@ -39,6 +39,15 @@ func (s *TileSink) Pad() error { return s.PadTo(TileAlign) }
 // WriteTile pads to TileAlign and writes header, scales and data, returning
 // the tile's offset. It does not validate; the format writers do.
 func (s *TileSink) WriteTile(th *TileHeader, t *quant.Tile) (int64, error) {
+	return s.writeTile(th, t, nil)
+}
+
+// WriteTileSum is WriteTile with the tile's TileSum computed by the caller.
+func (s *TileSink) WriteTileSum(th *TileHeader, t *quant.Tile, sum uint64) (int64, error) {
+	return s.writeTile(th, t, &sum)
+}
+
+func (s *TileSink) writeTile(th *TileHeader, t *quant.Tile, sum *uint64) (int64, error) {
 	if err := s.Pad(); err != nil {
 		return 0, err
 	}
@@ -48,7 +57,11 @@ func (s *TileSink) WriteTile(th *TileHeader, t *quant.Tile) (int64, error) {
 	s.Write(b[:])
 	s.Write(t.Scales)
 	_, err := s.Write(t.Data)
-	if s.sums != nil {
+	switch {
+	case s.sums == nil:
+	case sum != nil:
+		s.sums.Add(int(th.Layer), *sum)
+	default:
 		s.sums.AddTile(int(th.Layer), b[:], t.Scales, t.Data)
 	}
 	return at, err

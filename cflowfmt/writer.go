@@ -176,6 +176,18 @@ func (w *Writer) endExpert() error {
 // type TileQuant(th.Matrix, file quant), geometry within the header's tile
 // size and the tile inside its matrix.
 func (w *Writer) WriteTile(th TileHeader, t *quant.Tile) error {
+	return w.writeTile(th, t, nil)
+}
+
+// WriteTileSum is WriteTile with the tile's checksum contribution
+// (cflowfmt.TileSum of th and t) computed by the caller, so that a
+// converter hashes its tiles on its quantizing goroutines rather than on
+// the one that writes.
+func (w *Writer) WriteTileSum(th TileHeader, t *quant.Tile, sum uint64) error {
+	return w.writeTile(th, t, &sum)
+}
+
+func (w *Writer) writeTile(th TileHeader, t *quant.Tile, sum *uint64) error {
 	if w.err != nil {
 		return w.err
 	}
@@ -202,7 +214,13 @@ func (w *Writer) WriteTile(th TileHeader, t *quant.Tile) error {
 	if err := w.h.CheckTileData(&th, t); err != nil {
 		return w.errorf("WriteTile: layer %d: %v", w.layer, err)
 	}
-	at, err := w.s.WriteTile(&th, t)
+	var at int64
+	var err error
+	if sum != nil {
+		at, err = w.s.WriteTileSum(&th, t, *sum)
+	} else {
+		at, err = w.s.WriteTile(&th, t)
+	}
 	if err != nil {
 		return w.fail(err)
 	}

@@ -16,7 +16,7 @@ import (
 // vflowfmt.Writer.
 type sink interface {
 	begin(o *op) error
-	WriteTile(th cflowfmt.TileHeader, t *quant.Tile) error
+	WriteTileSum(th cflowfmt.TileHeader, t *quant.Tile, sum uint64) error
 	WriteNorm(layer int, m cflowfmt.MatrixID, v []float32) error
 	Offset() int64
 	Close() error
@@ -31,6 +31,7 @@ type sink interface {
 type job struct {
 	ops   []*op
 	tiles []quant.Tile
+	sums  []uint64 // each tile's cflowfmt.TileSum, hashed by the worker
 	bufs  []*[]byte
 	err   error // a memory fault while reading the checkpoint, set before done closes
 	done  chan struct{}
@@ -169,8 +170,17 @@ func (e *emitter) run(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// encodeJob quantizes a stripe's tiles into pooled buffers.
+// encodeJob quantizes a stripe's tiles into pooled buffers and hashes
+// each for the file's checksums, so the writer only copies bytes.
 func encodeJob(j *job, scratch []float32, bufs *sync.Pool) {
+	quantizeJob(j, scratch, bufs)
+	j.sums = make([]uint64, len(j.tiles))
+	for i, o := range j.ops {
+		j.sums[i] = cflowfmt.TileSum(&o.th, &j.tiles[i])
+	}
+}
+
+func quantizeJob(j *job, scratch []float32, bufs *sync.Pool) {
 	j.tiles = make([]quant.Tile, len(j.ops))
 	j.bufs = make([]*[]byte, len(j.ops))
 	for i, o := range j.ops {
@@ -236,7 +246,7 @@ func (e *emitter) write(j *job, i int, o *op) error {
 			return err
 		}
 	}
-	if err := e.w.WriteTile(o.th, &j.tiles[i]); err != nil {
+	if err := e.w.WriteTileSum(o.th, &j.tiles[i], j.sums[i]); err != nil {
 		return fmt.Errorf("tensor %s rows %d.. cols %d..: %w", o.t.name, o.r0, o.c0, err)
 	}
 	e.done(o, int64(o.th.Rows)*int64(o.th.Cols)*int64(o.t.dt.size()))

@@ -212,6 +212,18 @@ func (w *Writer) BeginExpert(l, e int) error {
 // its matrices, from layers of its group, with layer_id never decreasing;
 // an expert region only that layer's and expert's expert matrices.
 func (w *Writer) WriteTile(th cflowfmt.TileHeader, t *quant.Tile) error {
+	return w.writeTile(th, t, nil)
+}
+
+// WriteTileSum is WriteTile with the tile's checksum contribution
+// (cflowfmt.TileSum of th and t) computed by the caller, so that a
+// converter hashes its tiles on its quantizing goroutines rather than on
+// the one that writes.
+func (w *Writer) WriteTileSum(th cflowfmt.TileHeader, t *quant.Tile, sum uint64) error {
+	return w.writeTile(th, t, &sum)
+}
+
+func (w *Writer) writeTile(th cflowfmt.TileHeader, t *quant.Tile, sum *uint64) error {
 	if w.err != nil {
 		return w.err
 	}
@@ -242,7 +254,13 @@ func (w *Writer) WriteTile(th cflowfmt.TileHeader, t *quant.Tile) error {
 	if err := w.x.CheckTileData(&th, t); err != nil {
 		return w.errorf("WriteTile: %v", err)
 	}
-	at, err := w.s.WriteTile(&th, t)
+	var at int64
+	var err error
+	if sum != nil {
+		at, err = w.s.WriteTileSum(&th, t, *sum)
+	} else {
+		at, err = w.s.WriteTile(&th, t)
+	}
 	if err != nil {
 		return w.fail(err)
 	}
