@@ -39,6 +39,7 @@ type Sink struct {
 	off  int64
 	err  error
 	done bool
+	wb   writeback
 }
 
 const sinkBuffer = 1 << 20
@@ -140,6 +141,7 @@ func (s *Sink) Write(p []byte) (int, error) {
 	if err != nil {
 		s.err = s.wrap(err)
 	}
+	s.wb.written(s.f, s.off-int64(s.w.Buffered()))
 	return n, s.err
 }
 
@@ -195,6 +197,7 @@ func (s *Sink) Commit() error {
 	if s.done {
 		return s.wrap(errors.New("sink already closed"))
 	}
+	s.wb.stop()
 	if s.err == nil {
 		if err := s.w.Flush(); err != nil {
 			s.err = s.wrap(err)
@@ -256,6 +259,7 @@ func (s *Sink) Abort() {
 		return
 	}
 	s.done = true
+	s.wb.stop()
 	if s.err == nil {
 		s.err = s.wrap(errors.New("writer aborted"))
 	}
