@@ -30,6 +30,7 @@ func TestStrictKeys(t *testing.T) {
 		{chat, `{"messages":[{"role":"user","content":[{"type":"text","TEXT":"a"}]}]}`, "messages[0].content[0].TEXT"},
 		{chat, `{` + msg + `,"stream":true,"stream_options":{"include_usage":true,"Include_Usage":false}}`, "stream_options.Include_Usage"},
 		{chat, `{` + msg + `,"logit_bias":{"5":1,"5":2}}`, "logit_bias.5"},
+		{chat, `{` + msg + `,"response_format":{"TYPE":"json_object","type":"text"}}`, "response_format.TYPE"},
 		{compl, `{"prompt":"a","prompt":"b"}`, "prompt"},
 		{compl, `{"prompt":"a","Prompt":"b"}`, "Prompt"},
 		{compl, `{"prompt":"a","frobnicate":1}`, "frobnicate"},
