@@ -8,3 +8,4 @@ package quant
 //go:generate go run -C _asm . -family avx2i8 -out ../avx2i8_amd64.s -stubs ../avx2i8_amd64.go
 //go:generate go run -C _asm . -family float -out ../float_amd64.s -stubs ../float_amd64.go
 //go:generate go run -C _asm . -family exp -out ../exp_amd64.s -stubs ../exp_amd64.go
+//go:generate go run -C _asm . -family encode -out ../encode_amd64.s -stubs ../encode_stubs_amd64.go

@@ -52,11 +52,12 @@ var families = map[string]func(*gen){
 	"avx2i8": avx2i8Family,
 	"float":  floatFamily,
 	"exp":    expFamily,
+	"encode": encodeFamily,
 }
 
 func familyNames() string {
 	s := ""
-	for _, n := range []string{"avx2i8", "float", "exp"} {
+	for _, n := range []string{"avx2i8", "float", "exp", "encode"} {
 		if s != "" {
 			s += ", "
 		}
