@@ -29,7 +29,8 @@ func TestServeSIGTERM(t *testing.T) {
 	if _, err := fmttest.WriteCflow(model, s, nil); err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range [][]string{{"--parallel", "0"}, {"--ctx", "1000000"}, {"--threads", "0"}, {"--port", "70000"}} {
+	for _, bad := range [][]string{{"--parallel", "0"}, {"--ctx", "1000000"}, {"--threads", "0"}, {"--port", "70000"},
+		{"--max-conns", "0"}, {"--read-timeout", "0s"}, {"--write-timeout", "-1s"}, {"--idle-timeout", "0s"}, {"--drain-timeout", "0s"}} {
 		if code := runApp(append([]string{"serve", model}, bad...)...); code != exitUsage {
 			t.Errorf("serve %v: exit %d, want %d", bad, code, exitUsage)
 		}
