@@ -31,6 +31,10 @@ type source struct {
 	tokenizer *tokenizer.Source  // nil when the input carries no tokenizer
 	notes     []string           // what the conversion leaves out on purpose, for the user
 	maps      []*mapping         // the file mappings the tensors alias, unmapped by close
+	// A GGUF's q/k row view (source_gguf.go): whether its rows are
+	// permuted, and the head counts and size that undo it.
+	ggufPermuted                        bool
+	ggufHeads, ggufKVHeads, ggufHeadDim int
 }
 
 // configDoc is a config.json document and the name errors cite for it (a
@@ -54,6 +58,7 @@ type sourceKind struct {
 // overlap. A new input kind is a file with its opener and one line here.
 var sourceKinds = []sourceKind{
 	{accepts: func(_ string, st os.FileInfo) bool { return st != nil && st.IsDir() }, open: openSafetensorsDir},
+	{accepts: acceptsGGUF, open: openGGUF},
 	{accepts: hasSuffix(".safetensors"), open: openSafetensorsFile},
 	{accepts: hasSuffix(".bin"), open: openLlama2c},
 }
@@ -78,7 +83,7 @@ func openSource(path string, mapped func(file string)) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	return nil, fmt.Errorf("%s: not a checkpoint directory, .safetensors or llama2.c .bin file", path)
+	return nil, fmt.Errorf("%s: not a checkpoint directory, .safetensors, GGUF or llama2.c .bin file", path)
 }
 
 // close unmaps every file of the source; the tensors are invalid after it.

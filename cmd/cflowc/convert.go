@@ -12,6 +12,7 @@ import (
 
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/convert"
+	"github.com/cflow-dev/cflow/gguf"
 	"github.com/cflow-dev/cflow/quant"
 )
 
@@ -20,7 +21,7 @@ import (
 func init() {
 	commands = append(commands, &cli.Command{
 		Name:      "convert",
-		Usage:     "convert an HF safetensors directory or llama2.c .bin to .cflow or .vflow",
+		Usage:     "convert an HF safetensors directory, a GGUF (or ollama:NAME[:TAG]) or llama2.c .bin to .cflow or .vflow",
 		ArgsUsage: "INPUT",
 		Description: "OUT's extension (.cflow, .vflow) picks the format. Architectures: " +
 			strings.Join(convert.Architectures(), ", ") + ".",
@@ -38,7 +39,7 @@ func init() {
 
 func runConvert(c *cli.Context) error {
 	if c.NArg() != 1 {
-		return cli.Exit("convert: want exactly one INPUT (checkpoint directory or .bin)", exitUsage)
+		return cli.Exit("convert: want exactly one INPUT (checkpoint directory, .gguf, ollama:NAME or .bin)", exitUsage)
 	}
 	q, err := quant.ParseType(c.String("quant"))
 	if err != nil {
@@ -59,7 +60,11 @@ func runConvert(c *cli.Context) error {
 	// Ctrl-C cancels the conversion, which then removes its temp file.
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer stop()
-	res, err := convert.Convert(ctx, c.Args().First(), c.String("output"), opt)
+	input, err := convertInput(c.Args().First())
+	if err != nil {
+		return cli.Exit("convert: "+err.Error(), exitUsage)
+	}
+	res, err := convert.Convert(ctx, input, c.String("output"), opt)
 	if err != nil {
 		return cli.Exit("convert: "+err.Error(), exitUsage)
 	}
@@ -71,4 +76,17 @@ func runConvert(c *cli.Context) error {
 		fmt.Fprintln(os.Stderr, res.Summary())
 	}
 	return nil
+}
+
+// convertInput resolves ollama:NAME[:TAG] to its GGUF in ollama's store;
+// any other input is a path.
+func convertInput(arg string) (string, error) {
+	if !strings.HasPrefix(arg, gguf.OllamaPrefix) {
+		return arg, nil
+	}
+	dir, err := gguf.OllamaModelsDir()
+	if err != nil {
+		return "", err
+	}
+	return gguf.ResolveOllama(arg, dir)
 }

@@ -1,0 +1,88 @@
+package convert
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cflow-dev/cflow/quant"
+)
+
+// TestGGUFMatchesHF converts each fixture twice, from its Hugging Face
+// checkpoint (golden/families/fixtures) and from the GGUF llama.cpp's gguf-py
+// writer made of it (testdata/mkgguf.py: convert_hf_to_gguf.py's names,
+// keys and, for the llama architecture, its q/k row permutation), and
+// requires the same file byte for byte, in both formats and codecs: the
+// GGUF source recovers the checkpoint exactly.
+func TestGGUFMatchesHF(t *testing.T) {
+	for _, name := range []string{"llama_linear", "qwen2", "qwen3"} {
+		for _, ext := range []string{".cflow", ".vflow"} {
+			for _, q := range []quant.Type{quant.F32, quant.Q8_0} {
+				dir := t.TempDir()
+				hf, gg := filepath.Join(dir, "hf"+ext), filepath.Join(dir, "gguf"+ext)
+				opt := Options{Quant: q}
+				if _, err := Convert(context.Background(), filepath.Join("..", "golden", "families", "fixtures", name), hf, opt); err != nil {
+					t.Fatalf("%s: HF: %v", name, err)
+				}
+				if _, err := Convert(context.Background(), filepath.Join("testdata", name+".gguf"), gg, opt); err != nil {
+					t.Fatalf("%s: GGUF: %v", name, err)
+				}
+				a, _ := os.ReadFile(hf)
+				b, _ := os.ReadFile(gg)
+				if !bytes.Equal(a, b) {
+					t.Errorf("%s %s %v: the GGUF converts to other bytes than the checkpoint (%d vs %d bytes)", name, ext, q, len(b), len(a))
+				}
+			}
+		}
+	}
+}
+
+// TestGGUFRefusesQuantizedForNow: a tensor of a type the source does not
+// carry yet (Q8_0, written by gguf-py's own quantizer) is refused naming
+// the tensor and its type, with no output.
+func TestGGUFRefusesQuantizedForNow(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "m.cflow")
+	_, err := Convert(context.Background(), filepath.Join("testdata", "qwen3_q8.gguf"), out, Options{Quant: quant.Q8_0})
+	if err == nil || !strings.Contains(err.Error(), "tensor blk.0.attn_output.weight is Q8_0") {
+		t.Errorf("%v, want the tensor and its type named", err)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("an output file after a refusal")
+	}
+}
+
+// TestGGUFRefusals: what the GGUF source cannot import is refused by name,
+// with no output file.
+func TestGGUFRefusals(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("testdata", "qwen3.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		old, new, want string
+	}{
+		{"qwen3.rope.freq_base", "qwen3.rope.freq_bxse", "qwen3.rope.freq_bxse is not implemented"},
+		{"general.architecture\x08\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00qwen3", "general.architecture\x08\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00gemma", `"gemma" is not imported`},
+	}
+	for _, c := range cases {
+		b := bytes.Replace(src, []byte(c.old), []byte(c.new), 1)
+		if bytes.Equal(b, src) {
+			t.Fatalf("%q not in the file", c.old)
+		}
+		dir := t.TempDir()
+		in, out := filepath.Join(dir, "m.gguf"), filepath.Join(dir, "m.cflow")
+		if err := os.WriteFile(in, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Convert(context.Background(), in, out, Options{Quant: quant.F32})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v, want %q", err, c.want)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%s: an output file after a refusal", c.want)
+		}
+	}
+}

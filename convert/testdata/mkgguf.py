@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Writes GGUFs of golden/families fixtures with llama.cpp's own gguf-py
+writer, as convert_hf_to_gguf.py would (its tensor names, its hyper-parameter
+keys, the llama architecture's q/k row permutation from conversion/llama.py's
+LlamaModel.permute), so convert's GGUF source is held to files cflow did not
+write. convert_hf_to_gguf.py itself needs torch, which these machines cannot
+install; the few lines it runs for these fixtures are restated here.
+
+    PYTHONPATH=bench/llama.cpp/gguf-py /usr/bin/python3 convert/testdata/mkgguf.py
+
+(numpy from Debian's python3-numpy). CI reads the committed .gguf files.
+"""
+import json, os, struct, sys
+import numpy as np
+from gguf import GGUFWriter, GGMLQuantizationType, RopeScalingType
+from gguf.quants import quantize
+
+root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+fixtures = os.path.join(root, "golden", "families", "fixtures")
+out = os.path.dirname(os.path.abspath(__file__))
+
+
+def load(d):
+    ts = {}
+    for f in sorted(os.listdir(d)):
+        if not f.endswith(".safetensors"):
+            continue
+        b = open(os.path.join(d, f), "rb").read()
+        n = struct.unpack("<Q", b[:8])[0]
+        h = json.loads(b[8:8 + n])
+        for k, v in h.items():
+            if k == "__metadata__":
+                continue
+            lo, hi = v["data_offsets"]
+            dt = {"F32": np.float32, "F16": np.float16, "BF16": np.uint16}[v["dtype"]]
+            ts[k] = (v["dtype"], np.frombuffer(b[8 + n + lo:8 + n + hi], dtype=dt).reshape(v["shape"]))
+    return ts
+
+
+def permute(w, n_head, n_head_kv):  # conversion/llama.py LlamaModel.permute
+    if n_head_kv is not None and n_head != n_head_kv:
+        n_head = n_head_kv
+    return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+NAMES = {
+    "model.embed_tokens.weight": "token_embd.weight",
+    "model.norm.weight": "output_norm.weight",
+    "lm_head.weight": "output.weight",
+    "input_layernorm.weight": "attn_norm.weight",
+    "self_attn.q_proj.weight": "attn_q.weight",
+    "self_attn.k_proj.weight": "attn_k.weight",
+    "self_attn.v_proj.weight": "attn_v.weight",
+    "self_attn.o_proj.weight": "attn_output.weight",
+    "self_attn.q_proj.bias": "attn_q.bias",
+    "self_attn.k_proj.bias": "attn_k.bias",
+    "self_attn.v_proj.bias": "attn_v.bias",
+    "self_attn.q_norm.weight": "attn_q_norm.weight",
+    "self_attn.k_norm.weight": "attn_k_norm.weight",
+    "post_attention_layernorm.weight": "ffn_norm.weight",
+    "mlp.gate_proj.weight": "ffn_gate.weight",
+    "mlp.up_proj.weight": "ffn_up.weight",
+    "mlp.down_proj.weight": "ffn_down.weight",
+}
+
+
+def gguf_name(hf):
+    if hf in NAMES:
+        return NAMES[hf]
+    parts = hf.split(".")
+    assert parts[:2] == ["model", "layers"], hf
+    return f"blk.{parts[2]}." + NAMES[".".join(parts[3:])]
+
+
+def write(fixture, arch, dest, q8=()):
+    d = os.path.join(fixtures, fixture)
+    c = json.load(open(os.path.join(d, "config.json")))
+    ts = load(d)
+    w = GGUFWriter(os.path.join(out, dest), arch)
+    w.add_name(fixture)
+    w.add_block_count(c["num_hidden_layers"])
+    w.add_context_length(c["max_position_embeddings"])
+    w.add_embedding_length(c["hidden_size"])
+    w.add_feed_forward_length(c["intermediate_size"])
+    w.add_head_count(c["num_attention_heads"])
+    w.add_head_count_kv(c["num_key_value_heads"])
+    w.add_rope_freq_base(c["rope_theta"])
+    w.add_layer_norm_rms_eps(c["rms_norm_eps"])
+    hd = c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
+    if hd != c["hidden_size"] // c["num_attention_heads"]:
+        w.add_key_length(hd)
+        w.add_value_length(hd)
+    w.add_rope_dimension_count(hd)
+    w.add_vocab_size(c["vocab_size"])
+    w.add_bos_token_id(c["bos_token_id"])
+    w.add_eos_token_id(c["eos_token_id"])
+    rs = c.get("rope_scaling")
+    if rs and rs.get("type", rs.get("rope_type")) == "linear":
+        w.add_rope_scaling_type(RopeScalingType.LINEAR)
+        w.add_rope_scaling_factor(rs["factor"])
+    for hf, (dt, t) in ts.items():
+        if arch == "llama" and hf.endswith("q_proj.weight"):
+            t = permute(t, c["num_attention_heads"], c["num_attention_heads"])
+        if arch == "llama" and hf.endswith("k_proj.weight"):
+            t = permute(t, c["num_attention_heads"], c["num_key_value_heads"])
+        t = np.ascontiguousarray(t)
+        if gguf_name(hf) in q8:  # llama.cpp's own Q8_0 quantizer (gguf-py quants)
+            w.add_tensor(gguf_name(hf), quantize(t.astype(np.float32), GGMLQuantizationType.Q8_0), raw_dtype=GGMLQuantizationType.Q8_0)
+        elif dt == "BF16":  # gguf-py takes BF16 as raw bytes
+            w.add_tensor(gguf_name(hf), t.view(np.uint8), raw_dtype=GGMLQuantizationType.BF16)
+        else:
+            w.add_tensor(gguf_name(hf), t)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+write("llama_linear", "llama", "llama_linear.gguf")
+write("qwen2", "qwen2", "qwen2.gguf")
+write("qwen3", "qwen3", "qwen3.gguf")
+write("qwen3", "qwen3", "qwen3_q8.gguf", q8=("blk.0.attn_output.weight",))
