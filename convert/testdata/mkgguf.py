@@ -72,7 +72,7 @@ def gguf_name(hf):
     return f"blk.{parts[2]}." + NAMES[".".join(parts[3:])]
 
 
-def write(fixture, arch, dest, q8=()):
+def write(fixture, arch, dest, q8=(), f32=False):
     d = os.path.join(fixtures, fixture)
     c = json.load(open(os.path.join(d, "config.json")))
     ts = load(d)
@@ -103,6 +103,8 @@ def write(fixture, arch, dest, q8=()):
             t = permute(t, c["num_attention_heads"], c["num_attention_heads"])
         if arch == "llama" and hf.endswith("k_proj.weight"):
             t = permute(t, c["num_attention_heads"], c["num_key_value_heads"])
+        if f32 and dt == "F16":  # exact: every f16 is an f32
+            dt, t = "F32", t.astype(np.float32)
         t = np.ascontiguousarray(t)
         if gguf_name(hf) in q8:  # llama.cpp's own Q8_0 quantizer (gguf-py quants)
             w.add_tensor(gguf_name(hf), quantize(t.astype(np.float32), GGMLQuantizationType.Q8_0), raw_dtype=GGMLQuantizationType.Q8_0)
@@ -120,3 +122,4 @@ write("llama_linear", "llama", "llama_linear.gguf")
 write("qwen2", "qwen2", "qwen2.gguf")
 write("qwen3", "qwen3", "qwen3.gguf")
 write("qwen3", "qwen3", "qwen3_q8.gguf", q8=("blk.0.attn_output.weight",))
+write("llama_linear", "llama", "llama_linear_f32.gguf", f32=True)
