@@ -3,22 +3,27 @@
 // does: jinja2's sandbox with trim_blocks and lstrip_blocks, loop
 // controls, raise_exception, a tojson that keeps non-ASCII, strftime_now,
 // and the variables messages, add_generation_prompt, bos_token and
-// eos_token.
+// eos_token, and for tool-using templates tools (OpenAI tool objects),
+// messages carrying tool_calls, tool_call_id and name, and the caller's
+// chat_template_kwargs (Qwen3's enable_thinking) as further variables.
 //
 // The Jinja engine is chat/internal/jinja: github.com/ardanlabs/jinja
 // (pure Go, written for LLM chat templates, applying trim_blocks and
 // lstrip_blocks as transformers configures jinja2), copied and changed
 // where it rendered something jinja2 does not (NOTICE.md there: % string
 // formatting, None and float printing, undefined values in arithmetic,
-// which jinja2 raises on). It renders the real templates of Llama 3, 3.1,
-// 3.2, Qwen 2.5, Qwen3 and Gemma 3 byte-identical to Debian's
-// python3-jinja2 (testdata/golden) and agrees with it on held-out probes
+// which jinja2 raises on, tojson's indented form). It renders the real
+// templates of Llama 3, 3.1 (= 3.3), 3.2, Qwen 2.5, Qwen3, Gemma 3 and 4,
+// Hermes 2 Pro, Mistral Nemo and DeepSeek-R1 byte-identical to Debian's
+// python3-jinja2 (testdata/golden; tool-use conversations in
+// testdata/tools.json) and agrees with it on held-out probes
 // (testdata/probes.json): the same text, or an error where jinja2 raises.
 // gonja/v2 was evaluated too: it fails to parse Gemma 3's template (a
 // string literal spanning lines).
 package chat
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -26,13 +31,6 @@ import (
 
 	"github.com/cflow-dev/cflow/chat/internal/jinja"
 )
-
-// Message is one turn of a conversation. Content is text; templates that
-// take richer content (lists of parts) get it as given in Extra.
-type Message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
 
 // Template is a compiled chat template, safe for concurrent use.
 type Template struct {
@@ -65,13 +63,38 @@ type Options struct {
 	BOSToken, EOSToken string
 	// Now is strftime_now's clock; nil means time.Now (tests pin it).
 	Now func() time.Time
+	// Tools are the OpenAI tool objects ({"type":"function","function":
+	// {name, description, parameters}}) as JSON; nil leaves tools
+	// undefined, as llama.cpp does (Hermes' tool_use template iterates
+	// over tools and raises on None).
+	Tools []json.RawMessage
+	// Kwargs are further template variables (a request's
+	// chat_template_kwargs, e.g. {"enable_thinking": false}), each a JSON
+	// value; a name the renderer sets itself is refused.
+	Kwargs map[string]json.RawMessage
 }
 
 // Render applies the template to messages.
 func (t *Template) Render(messages []Message, o Options) (string, error) {
 	msgs := make([]jinja.Value, len(messages))
 	for i, m := range messages {
-		msgs[i] = jinja.FromGoValue(map[string]any{"role": m.Role, "content": m.Content})
+		v, err := m.value(i)
+		if err != nil {
+			return "", err
+		}
+		msgs[i] = v
+	}
+	tools := jinja.Undefined()
+	if o.Tools != nil {
+		list := make([]jinja.Value, len(o.Tools))
+		for i, raw := range o.Tools {
+			v, err := jsonValue(raw)
+			if err != nil {
+				return "", fmt.Errorf("tools[%d]: not JSON: %w", i, err)
+			}
+			list[i] = v
+		}
+		tools = jinja.NewList(list)
 	}
 	now := o.Now
 	if now == nil {
@@ -88,6 +111,7 @@ func (t *Template) Render(messages []Message, o Options) (string, error) {
 		"add_generation_prompt": jinja.NewBool(o.AddGenerationPrompt),
 		"bos_token":             tokenValue(o.BOSToken),
 		"eos_token":             tokenValue(o.EOSToken),
+		"tools":                 tools,
 		"strftime_now": jinja.NewCallable("strftime_now", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 			if len(args) != 1 {
 				return jinja.Undefined(), fmt.Errorf("strftime_now takes one format argument, got %d", len(args))
@@ -97,6 +121,16 @@ func (t *Template) Render(messages []Message, o Options) (string, error) {
 			}
 			return jinja.NewString(strftime(now(), args[0].AsString())), nil
 		}),
+	}
+	for k, raw := range o.Kwargs {
+		if _, ok := vars[k]; ok || k == "raise_exception" {
+			return "", fmt.Errorf("chat_template_kwargs: %q is a variable the renderer sets itself", k)
+		}
+		v, err := jsonValue(raw)
+		if err != nil {
+			return "", fmt.Errorf("chat_template_kwargs.%s: not JSON: %w", k, err)
+		}
+		vars[k] = v
 	}
 	out, err := t.t.RenderValues(vars)
 	if err != nil {

@@ -99,7 +99,7 @@ func TestRaiseException(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = tpl.Render([]Message{{"user", "a"}, {"user", "b"}}, Options{})
+	_, err = tpl.Render([]Message{{Role: "user", Content: "a"}, {Role: "user", Content: "b"}}, Options{})
 	if err == nil || !strings.Contains(err.Error(), "alternate") {
 		t.Fatalf("err = %v", err)
 	}

@@ -4,7 +4,13 @@
 # ASCII escaping, strftime_now) and writes the golden outputs. With
 # --probes PROBES.json OUT.json it renders each probe (a template, inline or
 # a file under testdata/) over the first conversation and records its
-# output, or the name of the exception jinja2 raises.
+# output, or the name of the exception jinja2 raises. With --tools
+# CASES.json OUT.json it renders each tool-use case (tools, messages with
+# tool_calls and tool results, chat_template_kwargs) through every template
+# as transformers' apply_chat_template does (a call's JSON arguments passed
+# as the dict they encode) and records the output or the exception's name.
+# Without tools the variable stays undefined, as llama.cpp leaves it (the
+# Hermes tool_use template iterates over tools, so None would raise).
 import json, sys, os, datetime
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.ext import loopcontrols
@@ -61,8 +67,39 @@ def main(tmpl_dir, conv_file, out_dir):
             with open(os.path.join(out_dir, f"{model}.{c['name']}.txt"), "w") as f:
                 f.write(out)
 
+def tools(case_file, out_file):
+    tmpl_dir = os.path.join(os.path.dirname(os.path.abspath(case_file)), "templates")
+    specials = json.load(open(os.path.join(tmpl_dir, "specials.json")))
+    cases = json.load(open(case_file))
+    out = {}
+    for name in sorted(os.listdir(tmpl_dir)):
+        if not name.endswith(".jinja"):
+            continue
+        model = name[:-len(".jinja")]
+        t = env().from_string(open(os.path.join(tmpl_dir, name)).read())
+        sp = {k: v for k, v in specials[model].items() if v is not None}
+        for c in cases:
+            msgs = []
+            for m in c["messages"]:
+                m = dict(m)
+                if "tool_calls" in m:
+                    m["tool_calls"] = [dict(tc, function=dict(tc["function"], arguments=json.loads(tc["function"]["arguments"]))) for tc in m["tool_calls"]]
+                msgs.append(m)
+            try:
+                kw = {"tools": c["tools"]} if "tools" in c else {}
+                r = {"output": t.render(messages=msgs, **kw,
+                                        add_generation_prompt=c["add_generation_prompt"], **sp, **c.get("kwargs", {}))}
+            except Exception as e:
+                r = {"raises": type(e).__name__ + ": " + str(e)}
+            out[model + "." + c["name"]] = r
+    with open(out_file, "w") as f:
+        json.dump(out, f, indent=1, ensure_ascii=False, sort_keys=True)
+        f.write("\n")
+
 if __name__ == "__main__":
     if sys.argv[1] == "--probes":
         probes(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "--tools":
+        tools(sys.argv[2], sys.argv[3])
     else:
         main(*sys.argv[1:4])

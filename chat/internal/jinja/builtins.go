@@ -347,7 +347,22 @@ func filterTojson(args []Value, kwargs map[string]Value) (Value, error) {
 
 	itemSeparator := ", "
 	keySeparator := ": "
-	if separators, ok := kwargs["separators"]; ok {
+	// cflow: Python's json.dumps with an indent puts each item on its own
+	// line, keeps the keys in their order (the library's fallback through
+	// encoding/json sorted them, which reordered Llama 3.1's tool list)
+	// and defaults the item separator to ",".
+	indent := ""
+	indented := false
+	if iv, ok := kwargs["indent"]; ok && !iv.IsNone() && !iv.IsUndefined() {
+		indented = true
+		itemSeparator = ","
+		if iv.IsString() {
+			indent = iv.AsString()
+		} else {
+			indent = strings.Repeat(" ", int(toInt64(iv)))
+		}
+	}
+	if separators, ok := kwargs["separators"]; ok && !separators.IsNone() {
 		if !separators.IsList() || separators.AsList().Len() != 2 {
 			return Undefined(), fmt.Errorf("tojson: separators must contain two strings")
 		}
@@ -360,28 +375,82 @@ func filterTojson(args []Value, kwargs map[string]Value) (Value, error) {
 		keySeparator = items[1].AsString()
 	}
 
-	// The indented form is used rarely in chat templates; fall back to
-	// the reflection-based encoder for correctness instead of duplicating
-	// indent state in the direct encoder.
-	if indent, ok := kwargs["indent"]; ok && !indent.IsNone() && !indent.IsUndefined() {
-		n := int(toInt64(indent))
-		data, err := json.MarshalIndent(valueToGo(args[0]), "", strings.Repeat(" ", n))
-		if err != nil {
-			return NewString(""), nil
-		}
-		return NewString(string(data)), nil
-	}
-
 	// Direct Value-tree encoder. Bypasses valueToGo's intermediate
 	// map[string]any/[]any allocations and json.Marshal's reflection
 	// path. Per-render allocations drop from ~80 (Dict.Set + valueToGo
 	// + reflect) to a handful (one strings.Builder grow + one Marshal
 	// per leaf string for escaping).
 	var sb strings.Builder
-	if err := encodeValueJSON(&sb, args[0], itemSeparator, keySeparator); err != nil {
-		return NewString(""), nil
+	enc := jsonEncoder{sb: &sb, item: itemSeparator, key: keySeparator, indent: indent, indented: indented}
+	if err := enc.value(args[0], 0); err != nil {
+		return Undefined(), err
 	}
 	return NewString(sb.String()), nil
+}
+
+// jsonEncoder holds json.dumps's layout options: the separators and, when
+// indented, the indent string of one level.
+type jsonEncoder struct {
+	sb        *strings.Builder
+	item, key string
+	indent    string
+	indented  bool
+}
+
+// newline starts a line at depth levels of indent (indented output only).
+func (e jsonEncoder) newline(depth int) {
+	if e.indented {
+		e.sb.WriteByte('\n')
+		e.sb.WriteString(strings.Repeat(e.indent, depth))
+	}
+}
+
+func (e jsonEncoder) value(v Value, depth int) error {
+	switch v.kind {
+	case KindList:
+		items := v.AsList().Items
+		if len(items) == 0 {
+			e.sb.WriteString("[]")
+			return nil
+		}
+		e.sb.WriteByte('[')
+		for i, item := range items {
+			if i > 0 {
+				e.sb.WriteString(e.item)
+			}
+			e.newline(depth + 1)
+			if err := e.value(item, depth+1); err != nil {
+				return err
+			}
+		}
+		e.newline(depth)
+		e.sb.WriteByte(']')
+		return nil
+	case KindDict:
+		d := v.AsDict()
+		if len(d.Keys) == 0 {
+			e.sb.WriteString("{}")
+			return nil
+		}
+		e.sb.WriteByte('{')
+		for i, key := range d.Keys {
+			if i > 0 {
+				e.sb.WriteString(e.item)
+			}
+			e.newline(depth + 1)
+			if err := encodeJSONString(e.sb, key); err != nil {
+				return err
+			}
+			e.sb.WriteString(e.key)
+			if err := e.value(d.Data[key], depth+1); err != nil {
+				return err
+			}
+		}
+		e.newline(depth)
+		e.sb.WriteByte('}')
+		return nil
+	}
+	return encodeValueJSON(e.sb, v, e.item, e.key)
 }
 
 // encodeValueJSON writes the JSON encoding of v directly into sb without
@@ -422,8 +491,7 @@ func encodeValueJSON(sb *strings.Builder, v Value, itemSeparator, keySeparator s
 		if math.IsInf(f, 0) || math.IsNaN(f) {
 			return fmt.Errorf("tojson: cannot encode %v", f)
 		}
-		var buf [32]byte
-		sb.Write(strconv.AppendFloat(buf[:0], f, 'g', -1, 64))
+		sb.WriteString(pyFloat(f)) // cflow: json.dumps writes 1.0, not 1
 		return nil
 
 	case KindString:

@@ -95,21 +95,22 @@ func tokenizeExpr(s string) []tok {
 			for i < len(s) && s[i] >= '0' && s[i] <= '9' {
 				i++
 			}
+			float := false
 			if i < len(s) && s[i] == '.' && i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '9' {
+				float = true
 				i++
 				for i < len(s) && s[i] >= '0' && s[i] <= '9' {
 					i++
 				}
-				// Handle scientific notation.
-				if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-					i++
-					if i < len(s) && (s[i] == '+' || s[i] == '-') {
-						i++
-					}
-					for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-						i++
-					}
-				}
+			}
+			// Scientific notation, also on a whole number ("1e16" is a
+			// float in jinja2; cflow: the library read it as 1 and an
+			// identifier e16). The exponent needs a digit.
+			if j := exponentEnd(s, i); j > i {
+				float = true
+				i = j
+			}
+			if float {
 				tokens = append(tokens, tok{kind: tokFloat, val: s[start:i]})
 			} else {
 				tokens = append(tokens, tok{kind: tokInt, val: s[start:i]})
@@ -1568,4 +1569,23 @@ func trimTrailingWhitespace(s string) string {
 		i--
 	}
 	return s[:i]
+}
+
+// exponentEnd returns the end of an exponent ("e16", "E-5") starting at
+// s[i], or i when there is none (an "e" not followed by digits).
+func exponentEnd(s string, i int) int {
+	if i >= len(s) || (s[i] != 'e' && s[i] != 'E') {
+		return i
+	}
+	j := i + 1
+	if j < len(s) && (s[j] == '+' || s[j] == '-') {
+		j++
+	}
+	if j >= len(s) || s[j] < '0' || s[j] > '9' {
+		return i
+	}
+	for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+		j++
+	}
+	return j
 }
