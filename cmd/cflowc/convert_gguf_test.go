@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -48,5 +49,37 @@ func TestConvertOllama(t *testing.T) {
 	}
 	if _, err := os.Stat(absent); err == nil {
 		t.Error("an output file for a model not in the store")
+	}
+}
+
+// TestConvertRefusesHostileGGUF: a truncated GGUF, one with a count past
+// its end and one with a tensor type ggml never had are refused with exit 2 and
+// no output file, never a panic.
+func TestConvertRefusesHostileGGUF(t *testing.T) {
+	good, err := os.ReadFile("../../convert/testdata/qwen3.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	huge := append([]byte(nil), good...)
+	huge[16] = 0xff // the metadata count's low byte: entries past the end
+	// A tensor type ggml never used: the first tensor info's type field
+	// follows its name and dims.
+	badType := append([]byte(nil), good...)
+	name := []byte("token_embd.weight")
+	i := bytes.Index(badType, name) + len(name)
+	nd := int(badType[i])
+	badType[i+4+8*nd] = 4 // Q4_2, removed from ggml
+	for name, b := range map[string][]byte{"truncated": good[:len(good)/2], "huge count": huge, "cut header": good[:100], "bad type": badType} {
+		dir := t.TempDir()
+		in, out := filepath.Join(dir, "m.gguf"), filepath.Join(dir, "m.cflow")
+		if err := os.WriteFile(in, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if code, _ := runIO(t, "", "convert", in, "-o", out, "-q"); code != 2 {
+			t.Errorf("%s: exit %d, want 2", name, code)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%s: an output file", name)
+		}
 	}
 }
