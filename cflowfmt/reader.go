@@ -3,7 +3,8 @@ package cflowfmt
 import (
 	"encoding/binary"
 	"fmt"
-	"sort"
+
+	"github.com/cflow-dev/cflow/internal/tileimage"
 )
 
 // File is an open .cflow file: the decoded header, metadata and layer table
@@ -26,7 +27,7 @@ type File struct {
 // Close releases the mapping (also reachable as Model.Close); idempotent.
 func (f *File) Close() error { return f.Model.Close() }
 
-// FileModel makes File a cflowfmt.Image.
+// FileModel makes File a tileimage.Image.
 func (f *File) FileModel() *Model { return f.Model }
 
 // Open maps a .cflow file read-only, validates header, metadata and layer
@@ -34,13 +35,13 @@ func (f *File) FileModel() *Model { return f.Model }
 // File with its Model. Errors for malformed bytes are *FormatError with
 // File and Offset set.
 func Open(path string) (*File, error) {
-	return OpenMapped(path, parse)
+	return tileimage.OpenMapped(path, parse)
 }
 
 // OpenBytes parses an image already in memory (tests, fuzzing, and files
 // read by other means); name is used in errors. The Model aliases b.
 func OpenBytes(b []byte, name string) (*File, error) {
-	return ParseImage(b, name, parse, func() error { return nil })
+	return tileimage.ParseImage(b, name, parse, func() error { return nil })
 }
 
 func errAt(off int64, format string, a ...any) error {
@@ -95,7 +96,7 @@ func parse(data []byte, name string) (*File, error) {
 	if err := f.readTable(lowest); err != nil {
 		return nil, err
 	}
-	b := NewModelBuilder(name, *h, f.Meta)
+	b := tileimage.NewModelBuilder(name, *h, f.Meta)
 	for l := 0; l <= L; l++ {
 		slots := []int{SlotAttn, SlotDense, SlotMoE}
 		if l == L {
@@ -121,7 +122,7 @@ func parse(data []byte, name string) (*File, error) {
 		m.Layers[l].Streams = f.Table[l]
 		m.Layers[l].Experts = f.Experts[l]
 	}
-	m.ExpertTiles = LazyExperts(name, data, &m.Header, func(l int) []Range { return f.Experts[l] })
+	m.ExpertTiles = tileimage.LazyExperts(name, data, &m.Header, func(l int) []Range { return f.Experts[l] })
 	f.Model = m
 	return f, nil
 }
@@ -135,7 +136,7 @@ func (f *File) readTable(lowest int64) error {
 	lt := int64(h.LayerTableOffset)
 	le := binary.LittleEndian
 	f.Table = make([][SlotsPerLayer]Range, L+1)
-	var spans []Span
+	var spans []tileimage.Span
 	for l := 0; l <= L; l++ {
 		need := requiredSlots(h, l)
 		for s := 0; s < SlotsPerLayer; s++ {
@@ -155,12 +156,12 @@ func (f *File) readTable(lowest int64) error {
 			case off%TileAlign != 0:
 				return errAt(at, "layer %d slot %d: offset %d not %d-byte aligned", l, s, off, TileAlign)
 			}
-			r := Range{int64(off), int64(n)}
+			r := Range{Offset: int64(off), Length: int64(n)}
 			f.Table[l][s] = r
-			spans = append(spans, Span{r, at})
+			spans = append(spans, tileimage.Span{Range: r, At: at})
 		}
 	}
-	if err := Disjoint(spans); err != nil {
+	if err := tileimage.Disjoint(spans); err != nil {
 		return err
 	}
 	f.Experts = make([][]Range, L)
@@ -171,7 +172,7 @@ func (f *File) readTable(lowest int64) error {
 			return errAt(f.tableEntryOffset(l)+SlotExpertTable*16, "layer %d expert table is %d bytes, want %d", l, tr.Length, E*16)
 		}
 		ex := make([]Range, E)
-		var es []Span
+		var es []tileimage.Span
 		for e := 0; e < E; e++ {
 			at := tr.Offset + int64(e)*16
 			off, n := le.Uint64(f.data[at:]), le.Uint64(f.data[at+8:])
@@ -183,33 +184,13 @@ func (f *File) readTable(lowest int64) error {
 			case off%TileAlign != 0:
 				return errAt(at, "layer %d expert %d: offset %d not aligned", l, e, off)
 			}
-			ex[e] = Range{int64(off), int64(n)}
-			es = append(es, Span{ex[e], at})
+			ex[e] = Range{Offset: int64(off), Length: int64(n)}
+			es = append(es, tileimage.Span{Range: ex[e], At: at})
 		}
-		if err := Disjoint(es); err != nil {
+		if err := tileimage.Disjoint(es); err != nil {
 			return err
 		}
 		f.Experts[l] = ex
-	}
-	return nil
-}
-
-// Span is a byte range plus the file offset of the table entry that
-// declared it, so an overlap error can name the entry to blame.
-type Span struct {
-	Range
-	At int64
-}
-
-// Disjoint sorts spans by offset and reports the first pair that overlap,
-// blaming the later one's entry. Readers call it on every table they load.
-func Disjoint(spans []Span) error {
-	sort.Slice(spans, func(i, j int) bool { return spans[i].Offset < spans[j].Offset })
-	for i := 1; i < len(spans); i++ {
-		a, b := spans[i-1], spans[i]
-		if b.Offset < a.End() {
-			return errAt(b.At, "range %d+%d overlaps range %d+%d", b.Offset, b.Length, a.Offset, a.Length)
-		}
 	}
 	return nil
 }
@@ -220,11 +201,11 @@ func (f *File) walkSlot(l, s int, fn func(MappedTile) error) error {
 	r := f.Table[l][s]
 	vocab := l == int(f.Header.NumLayers)
 	for off := r.Offset; off < r.End(); {
-		t, next, err := ParseTile(f.data, off, r.End(), &f.Header)
+		t, next, err := tileimage.ParseTile(f.data, off, r.End(), &f.Header)
 		if err != nil {
 			return err
 		}
-		if !SlotAllows(s, vocab, t.Matrix) || int(t.Layer) != l {
+		if !tileimage.SlotAllows(s, vocab, t.Matrix) || int(t.Layer) != l {
 			return errAt(off, "%s tile of layer %d in layer %d slot %d", t.Matrix, t.Layer, l, s)
 		}
 		if err := fn(t); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cflow-dev/cflow/internal/tileimage"
 	"github.com/cflow-dev/cflow/quant"
 )
 
@@ -16,7 +17,7 @@ import (
 // Usage: Create; for each (layer, slot) in any order BeginSlot, WriteTile /
 // WriteNorm (and BeginExpert inside SlotExpertBank), EndSlot; Close.
 type Writer struct {
-	s     *TileSink
+	s     *tileimage.TileSink
 	h     Header
 	md    *Metadata
 	table [][SlotsPerLayer]Range
@@ -53,14 +54,14 @@ func Create(path string, h Header, md *Metadata) (*Writer, error) {
 		return nil, fmt.Errorf("cflowfmt: create %s: %w", path, err)
 	}
 	md = md.Clone()
-	mb, sumsAt, err := ReserveSums(md, int(h.NumLayers))
+	mb, sumsAt, err := tileimage.ReserveSums(md, int(h.NumLayers))
 	if err != nil {
 		return nil, fmt.Errorf("cflowfmt: create %s: %w", path, err)
 	}
 	if len(mb) > 1<<31 {
 		return nil, fmt.Errorf("cflowfmt: create %s: metadata of %d bytes exceeds 2 GiB", path, len(mb))
 	}
-	s, err := CreateTileSink(path)
+	s, err := tileimage.CreateTileSink(path)
 	if err != nil {
 		return nil, fmt.Errorf("cflowfmt: create %s: %w", path, err)
 	}
@@ -124,7 +125,7 @@ func (w *Writer) BeginSlot(layer, slot int) error {
 			return w.fail(err)
 		}
 		n := int64(w.h.NumExperts) * 16
-		w.table[layer][SlotExpertTable] = Range{w.s.Offset(), n}
+		w.table[layer][SlotExpertTable] = Range{Offset: w.s.Offset(), Length: n}
 		if err := w.s.Zeros(n); err != nil {
 			return w.fail(err)
 		}
@@ -153,7 +154,7 @@ func (w *Writer) BeginExpert(e int) error {
 		return w.errorf("BeginExpert: layer %d expert %d written twice", w.layer, e)
 	}
 	w.expert = e
-	w.experts[e] = Range{-1, 0}
+	w.experts[e] = Range{Offset: -1}
 	return nil
 }
 
@@ -204,7 +205,7 @@ func (w *Writer) writeTile(th TileHeader, t *quant.Tile, sum *uint64) error {
 		wantExpert = uint8(w.expert)
 	}
 	switch {
-	case !SlotAllows(w.slot, vocab, th.Matrix):
+	case !tileimage.SlotAllows(w.slot, vocab, th.Matrix):
 		return w.errorf("WriteTile: matrix %s not allowed in layer %d slot %d", th.Matrix, w.layer, w.slot)
 	case int(th.Layer) != w.layer:
 		return w.errorf("WriteTile: %s tile has layer_id %d in layer %d's slot", th.Matrix, th.Layer, w.layer)
@@ -238,21 +239,6 @@ func (w *Writer) writeTile(th TileHeader, t *quant.Tile, sum *uint64) error {
 	return nil
 }
 
-// CheckTileData is CheckTile plus agreement between the header and the
-// tile bytes about to be written: type, geometry and array sizes.
-func (h *Header) CheckTileData(th *TileHeader, t *quant.Tile) error {
-	if err := h.CheckTile(th); err != nil {
-		return err
-	}
-	if want := TileQuant(th.Matrix, h.QuantType); t.Type != want {
-		return fmt.Errorf("%s tile is %s, want %s", th.Matrix, t.Type, want)
-	}
-	if t.Rows != int(th.Rows) || t.Cols != int(th.Cols) {
-		return fmt.Errorf("%s tile header says %dx%d, tile is %dx%d", th.Matrix, th.Rows, th.Cols, t.Rows, t.Cols)
-	}
-	return t.Check()
-}
-
 // WriteNorm writes a norm vector (length d) as 1-row F32 tiles of at most
 // TileCols columns into the open slot.
 func (w *Writer) WriteNorm(layer int, m MatrixID, v []float32) error {
@@ -265,7 +251,7 @@ func (w *Writer) WriteNorm(layer int, m MatrixID, v []float32) error {
 	if len(v) != int(w.h.HiddenSize) {
 		return w.errorf("WriteNorm: layer %d %s has %d values, want %d", layer, m, len(v), w.h.HiddenSize)
 	}
-	ths, ts := NormTiles(layer, m, v, int(w.h.TileCols))
+	ths, ts := tileimage.NormTiles(layer, m, v, int(w.h.TileCols))
 	for i := range ths {
 		if err := w.WriteTile(ths[i], &ts[i]); err != nil {
 			return err
@@ -302,7 +288,7 @@ func (w *Writer) EndSlot() error {
 		w.experts = nil
 	}
 	if w.end > w.start {
-		w.table[w.layer][w.slot] = Range{w.start, w.end - w.start}
+		w.table[w.layer][w.slot] = Range{Offset: w.start, Length: w.end - w.start}
 	}
 	w.done[w.layer][w.slot] = true
 	w.open = false

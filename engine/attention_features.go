@@ -9,7 +9,7 @@ import (
 )
 
 // modelFeatures are the Hugging Face families' computation features a file
-// lists in cflow.features (cflowfmt/features.go), decoded once. The zero
+// lists in cflow.features (archspec/features.go), decoded once. The zero
 // value is a file without any: plain √d embedding scale, 1/√head_dim
 // attention, softmax over the k selected router logits, unscaled RoPE.
 type modelFeatures struct {

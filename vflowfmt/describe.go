@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/internal/tileimage"
 )
 
 // HeaderInfo is the 64-byte VFlowHeader for display (JSON "vflow_header").
@@ -38,7 +39,7 @@ type Description struct {
 
 // Describe summarises an open .vflow file for inspect.
 func (f *File) Describe() (*Description, error) {
-	base, err := cflowfmt.DescribeModel("vflow", f.Size, f.Model, f.Walk)
+	base, err := tileimage.DescribeModel("vflow", f.Size, f.Model, f.Walk)
 	h := &f.Header
 	d := &Description{Description: base, VHeader: HeaderInfo{h.Version, h.GroupCount, h.MetadataOffset, h.MetadataLength, h.GroupTableOffset, h.ExpertIndexOffset}}
 	for i, g := range f.Groups {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/internal/tileimage"
 )
 
 // File is an open .vflow file: both headers, metadata, groups, the
@@ -26,7 +27,7 @@ type File struct {
 // Close releases the mapping; idempotent.
 func (f *File) Close() error { return f.Model.Close() }
 
-// FileModel makes File a cflowfmt.Image.
+// FileModel makes File a tileimage.Image.
 func (f *File) FileModel() *cflowfmt.Model { return f.Model }
 
 // Open maps a .vflow file read-only and validates it like cflowfmt.Open:
@@ -34,13 +35,13 @@ func (f *File) FileModel() *cflowfmt.Model { return f.Model }
 // expert index and every non-expert tile. Errors for malformed bytes are
 // *cflowfmt.FormatError with File and Offset set.
 func Open(path string) (*File, error) {
-	return cflowfmt.OpenMapped(path, parse)
+	return tileimage.OpenMapped(path, parse)
 }
 
 // OpenBytes parses an image already in memory (tests, fuzzing, and files
 // read by other means); name is used in errors. The Model aliases b.
 func OpenBytes(b []byte, name string) (*File, error) {
-	return cflowfmt.ParseImage(b, name, parse, func() error { return nil })
+	return tileimage.ParseImage(b, name, parse, func() error { return nil })
 }
 
 func getRange(b []byte) (uint64, uint64) {
@@ -104,7 +105,7 @@ func parse(data []byte, name string) (*File, error) {
 		}
 		dataStart = cflowfmt.AlignUp(int64(ix + ixLen))
 	}
-	var spans []cflowfmt.Span
+	var spans []tileimage.Span
 	// rng reads a (u64 offset, u64 length) entry at `at` and checks it.
 	rng := func(at int64, what string) (cflowfmt.Range, error) {
 		off, n := getRange(data[at:])
@@ -135,7 +136,7 @@ func parse(data []byte, name string) (*File, error) {
 			return nil, errAt(at, "vocabulary slot %d: required %v, present %v", s, need[s], r.Length > 0)
 		}
 		f.Vocab[s] = r
-		spans = append(spans, cflowfmt.Span{Range: r, At: at})
+		spans = append(spans, tileimage.Span{Range: r, At: at})
 	}
 	f.Experts = make([][]cflowfmt.Range, L)
 	for l := range f.Experts {
@@ -150,10 +151,10 @@ func parse(data []byte, name string) (*File, error) {
 				return nil, errAt(at, "layer %d expert %d has an empty range", l, e)
 			}
 			f.Experts[l][e] = r
-			spans = append(spans, cflowfmt.Span{Range: r, At: at})
+			spans = append(spans, tileimage.Span{Range: r, At: at})
 		}
 	}
-	if err := cflowfmt.Disjoint(spans); err != nil {
+	if err := tileimage.Disjoint(spans); err != nil {
 		return nil, err
 	}
 	return f, f.build()
@@ -162,7 +163,7 @@ func parse(data []byte, name string) (*File, error) {
 // readGroups decodes the group table: groups tile the layers in order,
 // each one attention kind agreeing with the metadata, stages in order
 // inside the group's range, required stages present.
-func (f *File) readGroups(gt int64, rng func(int64, string) (cflowfmt.Range, error), spans *[]cflowfmt.Span) error {
+func (f *File) readGroups(gt int64, rng func(int64, string) (cflowfmt.Range, error), spans *[]tileimage.Span) error {
 	x := &f.Exec
 	kinds := f.Meta.Bytes(cflowfmt.KeyLayerKinds)
 	need := [NumStages]bool{true, x.IntermediateSize > 0, x.NumExperts > 0}
@@ -214,7 +215,7 @@ func (f *File) readGroups(gt int64, rng func(int64, string) (cflowfmt.Range, err
 				first = r
 			}
 			last = r
-			*spans = append(*spans, cflowfmt.Span{Range: r, At: sa})
+			*spans = append(*spans, tileimage.Span{Range: r, At: sa})
 		}
 		if g.Range.Offset != first.Offset || g.Range.End() != last.End() {
 			return errAt(at+16, "group %d range %d+%d, want %d..%d (its first stage to its last)", i, g.Range.Offset, g.Range.Length, first.Offset, last.End())
@@ -230,7 +231,7 @@ func (f *File) readGroups(gt int64, rng func(int64, string) (cflowfmt.Range, err
 // build walks every stage and vocabulary slot into a Model, recording each
 // layer's span per stage as its Streams.
 func (f *File) build() error {
-	b := cflowfmt.NewModelBuilder(f.Path, f.Exec, f.Meta)
+	b := tileimage.NewModelBuilder(f.Path, f.Exec, f.Meta)
 	m := b.Model()
 	err := f.walkStages(func(loc cflowfmt.Loc, t *cflowfmt.MappedTile) error {
 		if err := b.Add(*t); err != nil {
@@ -273,7 +274,7 @@ func (f *File) build() error {
 			ly.Streams[cflowfmt.SlotExpertBank] = cflowfmt.Range{Offset: lo, Length: hi - lo}
 		}
 	}
-	m.ExpertTiles = cflowfmt.LazyExperts(f.Path, f.data, &m.Header, func(l int) []cflowfmt.Range { return f.Experts[l] })
+	m.ExpertTiles = tileimage.LazyExperts(f.Path, f.data, &m.Header, func(l int) []cflowfmt.Range { return f.Experts[l] })
 	f.Model = m
 	return nil
 }
@@ -284,7 +285,7 @@ func (f *File) build() error {
 func (f *File) walkStages(fn func(cflowfmt.Loc, *cflowfmt.MappedTile) error) error {
 	walk := func(r cflowfmt.Range, ok func(*cflowfmt.MappedTile) error, slot int) error {
 		for off := r.Offset; off < r.End(); {
-			t, next, err := cflowfmt.ParseTile(f.data, off, r.End(), &f.Exec)
+			t, next, err := tileimage.ParseTile(f.data, off, r.End(), &f.Exec)
 			if err != nil {
 				return err
 			}
@@ -304,7 +305,7 @@ func (f *File) walkStages(fn func(cflowfmt.Loc, *cflowfmt.MappedTile) error) err
 			err := walk(r, func(t *cflowfmt.MappedTile) error {
 				l := int(t.Layer)
 				switch {
-				case !cflowfmt.SlotAllows(s, false, t.Matrix):
+				case !tileimage.SlotAllows(s, false, t.Matrix):
 					return errAt(t.Offset, "%s tile in group %d's %s stage", t.Matrix, gi, StageName(s))
 				case l < last || l >= g.First+g.Count:
 					return errAt(t.Offset, "%s tile of layer %d in group %d's %s stage (layers %d..%d, in order; previous tile layer %d)", t.Matrix, l, gi, StageName(s), g.First, g.First+g.Count-1, last)
@@ -319,7 +320,7 @@ func (f *File) walkStages(fn func(cflowfmt.Loc, *cflowfmt.MappedTile) error) err
 	}
 	for s, r := range f.Vocab {
 		err := walk(r, func(t *cflowfmt.MappedTile) error {
-			if !cflowfmt.SlotAllows(s, true, t.Matrix) {
+			if !tileimage.SlotAllows(s, true, t.Matrix) {
 				return errAt(t.Offset, "%s tile in vocabulary slot %d", t.Matrix, s)
 			}
 			return nil
@@ -364,5 +365,5 @@ func (f *File) named(err error) error {
 // Check reads every tile, experts included, and validates padding and the
 // exact coverage of every matrix, as cflowfmt's File.Check does.
 func (f *File) Check() error {
-	return f.named(cflowfmt.CheckWalk(&f.Exec, f.Meta, f.data, f.Walk))
+	return f.named(tileimage.CheckWalk(&f.Exec, f.Meta, f.data, f.Walk))
 }

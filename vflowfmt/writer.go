@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/internal/tileimage"
 	"github.com/cflow-dev/cflow/quant"
 )
 
@@ -18,7 +19,7 @@ import (
 // are reserved at Create and back-patched by Close. Nothing appears at the
 // path unless Close succeeds.
 type Writer struct {
-	s      *cflowfmt.TileSink
+	s      *tileimage.TileSink
 	x      cflowfmt.Header // execution header
 	vh     Header
 	groups []Group
@@ -73,7 +74,7 @@ func Create(path string, h cflowfmt.Header, md *cflowfmt.Metadata) (*Writer, err
 	}
 	xb, _ := h.MarshalBinary()
 	meta.SetBytes(cflowfmt.KeyExecHeader, xb)
-	mb, sumsAt, err := cflowfmt.ReserveSums(meta, int(h.NumLayers))
+	mb, sumsAt, err := tileimage.ReserveSums(meta, int(h.NumLayers))
 	if err != nil {
 		return fail(err)
 	}
@@ -91,7 +92,7 @@ func Create(path string, h cflowfmt.Header, md *cflowfmt.Metadata) (*Writer, err
 		vh.ExpertIndexOffset = uint64(dataStart)
 		dataStart = cflowfmt.AlignUp(dataStart + indexLen)
 	}
-	s, err := cflowfmt.CreateTileSink(path)
+	s, err := tileimage.CreateTileSink(path)
 	if err != nil {
 		return fail(err)
 	}
@@ -234,7 +235,7 @@ func (w *Writer) writeTile(th cflowfmt.TileHeader, t *quant.Tile, sum *uint64) e
 		g := &w.groups[w.group]
 		l := int(th.Layer)
 		switch {
-		case !cflowfmt.SlotAllows(w.st, false, th.Matrix):
+		case !tileimage.SlotAllows(w.st, false, th.Matrix):
 			return w.errorf("WriteTile: %s not allowed in the %s stage", th.Matrix, StageName(w.st))
 		case l < g.First || l >= g.First+g.Count:
 			return w.errorf("WriteTile: %s tile of layer %d in group %d (layers %d..%d)", th.Matrix, l, w.group, g.First, g.First+g.Count-1)
@@ -243,7 +244,7 @@ func (w *Writer) writeTile(th cflowfmt.TileHeader, t *quant.Tile, sum *uint64) e
 		}
 		w.lastLayer = l
 	case openVocab:
-		if !cflowfmt.SlotAllows(w.idx, true, th.Matrix) {
+		if !tileimage.SlotAllows(w.idx, true, th.Matrix) {
 			return w.errorf("WriteTile: %s not allowed in vocabulary slot %d", th.Matrix, w.idx)
 		}
 	case openExpert:
@@ -279,7 +280,7 @@ func (w *Writer) WriteNorm(layer int, m cflowfmt.MatrixID, v []float32) error {
 	if !m.IsNorm() || len(v) != int(w.x.HiddenSize) {
 		return w.errorf("WriteNorm: layer %d %s with %d values (want a norm of %d)", layer, m, len(v), w.x.HiddenSize)
 	}
-	ths, ts := cflowfmt.NormTiles(layer, m, v, int(w.x.TileCols))
+	ths, ts := tileimage.NormTiles(layer, m, v, int(w.x.TileCols))
 	for i := range ths {
 		if err := w.WriteTile(ths[i], &ts[i]); err != nil {
 			return err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/internal/tileimage"
 	"github.com/cflow-dev/cflow/quant"
 )
 
@@ -153,7 +154,7 @@ func (s *Spec) tile(l, expert int, m cflowfmt.MatrixID, r0, c0, rows, cols int) 
 }
 
 func (s *Spec) norm(l int, m cflowfmt.MatrixID) []Tile {
-	ths, ts := cflowfmt.NormTiles(l, m, s.Norm(l, m), int(s.Header.TileCols))
+	ths, ts := tileimage.NormTiles(l, m, s.Norm(l, m), int(s.Header.TileCols))
 	out := make([]Tile, len(ths))
 	for i := range ths {
 		out[i] = Tile{ths[i], ts[i]}

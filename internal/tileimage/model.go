@@ -1,4 +1,4 @@
-package cflowfmt
+package tileimage
 
 // Range is a byte span of a file: the unit of the layer table, the expert
 // offset table and the group table.

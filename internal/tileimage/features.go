@@ -1,4 +1,4 @@
-package cflowfmt
+package tileimage
 
 import (
 	"fmt"

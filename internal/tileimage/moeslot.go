@@ -1,4 +1,4 @@
-package cflowfmt
+package tileimage
 
 // RouterNorm is the norm vector a layer's router input is normalized with:
 // moe_norm for styles with their own MoE norm, else the FFN's ffn_norm.

@@ -1,4 +1,4 @@
-package cflowfmt
+package tileimage
 
 import (
 	"encoding/json"
@@ -211,15 +211,6 @@ func DescribeModel(format string, size int64, m *Model, walk func(func(Loc, *Map
 	sort.Ints(ids)
 	for _, id := range ids {
 		d.Tiles = append(d.Tiles, *stats[MatrixID(id)])
-	}
-	return d, err
-}
-
-// Describe is DescribeModel for a .cflow file, plus its layer table.
-func (f *File) Describe() (*Description, error) {
-	d, err := DescribeModel("cflow", f.Size, f.Model, f.Walk)
-	for _, e := range f.Table {
-		d.LayerTable = append(d.LayerTable, append([]Range(nil), e[:]...))
 	}
 	return d, err
 }

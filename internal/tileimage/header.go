@@ -1,11 +1,12 @@
-// Package cflowfmt defines the .cflow v5 file format: the 88-byte
-// GlobalHeader, 16-byte TileHeaders, the metadata section, the per-layer
-// table, and the streaming writer and zero-copy reader. docs/FORMAT.md gives
-// every byte; this package is the executable form of that page. It is bytes
-// only, as debug/elf is: mapping files, the output sink and fault guards are
-// internal/fileio's, and what a model computes (combine styles, features)
-// is archspec's.
-package cflowfmt
+// Package tileimage is the tile-image core the two formats share: the
+// GlobalHeader and TileHeader, the metadata section, tiles and their
+// validation, the Model both readers build (ModelBuilder, LazyExperts), the
+// whole-file check walk, weight checksums, descriptions, and the tile layer
+// over the output sink (TileSink). cflowfmt (.cflow) and vflowfmt (.vflow)
+// add their own tables and layouts on top; cflowfmt re-exports the format
+// types everyone else uses, so the helpers that exist only for the two
+// readers and writers stay inside the module.
+package tileimage
 
 import (
 	"encoding/binary"

@@ -1,4 +1,4 @@
-package cflowfmt
+package tileimage
 
 import (
 	"fmt"
@@ -196,4 +196,19 @@ func ParseTile(data []byte, off, end int64, h *Header) (MappedTile, int64, error
 		Data:   data[s1:d1:d1],
 	}}
 	return mt, AlignUp(d1), nil
+}
+
+// CheckTileData is CheckTile plus agreement between the header and the
+// tile bytes about to be written: type, geometry and array sizes.
+func (h *Header) CheckTileData(th *TileHeader, t *quant.Tile) error {
+	if err := h.CheckTile(th); err != nil {
+		return err
+	}
+	if want := TileQuant(th.Matrix, h.QuantType); t.Type != want {
+		return fmt.Errorf("%s tile is %s, want %s", th.Matrix, t.Type, want)
+	}
+	if t.Rows != int(th.Rows) || t.Cols != int(th.Cols) {
+		return fmt.Errorf("%s tile header says %dx%d, tile is %dx%d", th.Matrix, th.Rows, th.Cols, t.Rows, t.Cols)
+	}
+	return t.Check()
 }
