@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -80,4 +81,35 @@ func TestNonFiniteAcrossChunks(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("error %v, want %q", err, want)
 	}
+}
+
+// FuzzConfigDecode: the decoding step takes any bytes as a config document:
+// it decodes into the family's struct and derives the geometry, or refuses
+// naming the document (or --model); never a panic. Seeds: every golden
+// fixture's config.json.
+func FuzzConfigDecode(f *testing.F) {
+	seeds, _ := filepath.Glob("../golden/*/fixtures/*/config.json")
+	more, _ := filepath.Glob("../golden/fixtures/*/config.json")
+	for _, p := range append(seeds, more...) {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte(`{"architectures":["LlamaForCausalLM"],"hidden_size":[1],"rope_scaling":{"factor":"x"}}`))
+	f.Add([]byte(`{"architectures":["Gemma4ForConditionalGeneration"],"text_config":{"rope_parameters":[{}]}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, force := range []string{"", "llama", "gemma4_text", "arch5", "qwen3_moe", "gemma3_text"} {
+			p, fc, err := decodeFamily(configDoc{file: "fuzz.json", json: b}, force)
+			if err != nil {
+				if !strings.Contains(err.Error(), "fuzz.json") && !strings.Contains(err.Error(), "--model") {
+					t.Fatalf("--model %q: error names neither the document nor --model: %v", force, err)
+				}
+				continue
+			}
+			g, err := fc.base().sizes()
+			if err == nil {
+				_ = fc.geometry(p, &g)
+			}
+		}
+	})
 }
