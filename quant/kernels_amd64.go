@@ -13,22 +13,10 @@ package quant
 // views (see Vec.quantize for the layouts).
 
 //go:noescape
-func q4vnni512(sc, data *byte, rows, groups int, xl, xh *int8, c4 *int32, dx, y *float32, k0, k1, kg int)
-
-//go:noescape
-func q4vnni512pair(sc, data, scB, dataB *byte, rows int, xl, xh *int8, c4 *int32, dx, y, yB *float32)
-
-//go:noescape
 func q4avxvnni(sc, data *byte, rows, groups int, xl, xh *int8, c4 *int32, dx, y *float32)
 
 //go:noescape
 func q8avxvnni(sc, data *byte, rows, groups int, x8 *int8, c8 *int32, dx, y *float32)
-
-//go:noescape
-func quantize512(x *float32, groups int, q8, xl, xh *int8, dx *float32, c4, c8 *int32)
-
-//go:noescape
-func q8vnni512(sc, data *byte, rows, groups int, x8 *int8, c8 *int32, dx, y *float32, k0, k1, k2, k3, kg int)
 
 // archKernels lists the assembly paths f allows, the default (the fastest
 // measured) last.

@@ -53,11 +53,12 @@ var families = map[string]func(*gen){
 	"float":  floatFamily,
 	"exp":    expFamily,
 	"encode": encodeFamily,
+	"vnni":   vnniFamily,
 }
 
 func familyNames() string {
 	s := ""
-	for _, n := range []string{"avx2i8", "float", "exp", "encode"} {
+	for _, n := range []string{"avx2i8", "float", "exp", "encode", "vnni"} {
 		if s != "" {
 			s += ", "
 		}
