@@ -93,6 +93,9 @@ func Convert(ctx context.Context, input, output string, opt Options) (*Result, e
 		return nil, err
 	}
 	defer src.close()
+	if err := checkNoRequant(src, opt.Quant); err != nil {
+		return nil, err
+	}
 	p, fc, err := decodeFamily(src.config, opt.Model)
 	if err != nil {
 		return nil, err

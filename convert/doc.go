@@ -4,9 +4,10 @@
 // (source_gguf.go; llama, qwen2, qwen3) is read back into the checkpoint it
 // was made from: HF tensor names, a config from its ARCH.* keys (any other
 // ARCH.* key refused by name), the llama architecture's permuted q/k rows
-// viewed back in split-half order, F32/F16/BF16 tensors as they are (other
-// types refused naming tensor and type), its tokenizer.ggml keys as the
-// tokenizer.
+// viewed back in split-half order, F32/F16/BF16 tensors as they are, Q8_0
+// and Q4_0 blocks copied into tiles of the same codec (--quant must name
+// it: nothing is requantized; tensor_blocks.go), other types refused naming
+// tensor and type, its tokenizer.ggml keys as the tokenizer.
 //
 // The pipeline runs one way: open the input as a source (source.go:
 // tensors under Hugging Face names over file mappings, a config.json

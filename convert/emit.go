@@ -196,6 +196,10 @@ func quantizeJob(j *job, scratch []float32, bufs *sync.Pool) {
 	}
 	for i, o := range j.ops {
 		t := &j.tiles[i]
+		if o.t.carries(t, o.c0) {
+			o.t.copyBlocks(t, o.r0, o.c0)
+			continue
+		}
 		w := scratch[:t.Rows*t.Cols]
 		o.t.block(w, o.r0, t.Rows, o.c0, t.Cols)
 		quant.EncodeInto(t, w, t.Cols)

@@ -18,7 +18,12 @@ import (
 // anything is written. A value is non-finite exactly when its exponent bits
 // are all ones, so the scan tests eight bytes at a time for a lane whose
 // exponent field equals the mask (a zero lane of (x & m) ^ m).
-func (t *tensor) checkFinite() error { return t.checkFiniteRange(0, len(t.data)) }
+func (t *tensor) checkFinite() error {
+	if t.dt.blocks() {
+		return t.checkFiniteScales()
+	}
+	return t.checkFiniteRange(0, len(t.data))
+}
 
 // checkFiniteRange is checkFinite over bytes [from, to) of the data, both
 // multiples of the element size.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cflow-dev/cflow/gguf"
 	"github.com/cflow-dev/cflow/internal/fileio"
+	"github.com/cflow-dev/cflow/quant"
 )
 
 // ggufArch is how one llama.cpp architecture maps back onto a Hugging Face
@@ -60,7 +61,8 @@ var ggufLayerName = regexp.MustCompile(`^blk\.(\d+)\.(.+)$`)
 
 // ggufDtypes are the tensor types carried as they are; every other type
 // is refused naming the tensor and the type.
-var ggufDtypes = map[gguf.GGMLType]dtype{gguf.GGMLF32: dtF32, gguf.GGMLF16: dtF16, gguf.GGMLBF16: dtBF16}
+var ggufDtypes = map[gguf.GGMLType]dtype{gguf.GGMLF32: dtF32, gguf.GGMLF16: dtF16, gguf.GGMLBF16: dtBF16,
+	gguf.GGMLQ8_0: dtQ8_0, gguf.GGMLQ4_0: dtQ4_0}
 
 // acceptsGGUF: a file that starts with GGUF's magic, whatever its name
 // (ollama's blobs are sha256-HEX).
@@ -279,7 +281,7 @@ func (s *source) ggufTensors(f *gguf.File) error {
 		}
 		dt, ok := ggufDtypes[ti.Type]
 		if !ok {
-			return fmt.Errorf("gguf: tensor %s is %s, which cflow does not import yet (F32, F16 and BF16 are carried as they are)", ti.Name, ti.Type)
+			return fmt.Errorf("gguf: tensor %s is %s, which cflow does not import yet (F32, F16, BF16, Q8_0 and Q4_0 are carried as they are)", ti.Name, ti.Type)
 		}
 		var shape []int
 		switch len(ti.Dims) {
@@ -328,4 +330,16 @@ func hfNameOf(name string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("gguf: tensor %s has no Hugging Face counterpart cflow imports", name)
+}
+
+// checkNoRequant refuses a conversion that would requantize a tensor the
+// input holds quantized: its blocks are carried only into tiles of their
+// own codec, so --quant must name it (one codec for the file's matrices).
+func checkNoRequant(s *source, q quant.Type) error {
+	for _, t := range s.tensors {
+		if t.dt.blocks() && t.dt.codec() != q {
+			return fmt.Errorf("%s: tensor %s is %s, which --quant %s would requantize; --quant %s carries it as it is", s.path, t.name, t.dt, q, t.dt.codec())
+		}
+	}
+	return nil
 }

@@ -40,13 +40,14 @@ func TestGGUFMatchesHF(t *testing.T) {
 	}
 }
 
-// TestGGUFRefusesQuantizedForNow: a tensor of a type the source does not
-// carry yet (Q8_0, written by gguf-py's own quantizer) is refused naming
-// the tensor and its type, with no output.
-func TestGGUFRefusesQuantizedForNow(t *testing.T) {
+// TestGGUFRefusesRequantization: a Q8_0 tensor (written by gguf-py's own
+// quantizer) is carried only into Q8_0 tiles; --quant q4_0 would
+// requantize it and is refused naming the tensor and its type, with no
+// output.
+func TestGGUFRefusesRequantization(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "m.cflow")
-	_, err := Convert(context.Background(), filepath.Join("testdata", "qwen3_q8.gguf"), out, Options{Quant: quant.Q8_0})
-	if err == nil || !strings.Contains(err.Error(), "tensor blk.0.attn_output.weight is Q8_0") {
+	_, err := Convert(context.Background(), filepath.Join("testdata", "qwen3_q8.gguf"), out, Options{Quant: quant.Q4_0})
+	if err == nil || !strings.Contains(err.Error(), "self_attn.o_proj.weight is Q8_0, which --quant q4_0 would requantize") {
 		t.Errorf("%v, want the tensor and its type named", err)
 	}
 	if _, err := os.Stat(out); err == nil {

@@ -16,18 +16,28 @@ const (
 	dtF32 dtype = iota
 	dtF16
 	dtBF16
+	// dtQ8_0 and dtQ4_0 are ggml blocks of 32 weights (a GGUF's quantized
+	// tensors, tensor_blocks.go), carried into tiles of the same codec
+	// block for block.
+	dtQ8_0
+	dtQ4_0
 )
 
+// size is the bytes per element (about one for the block types: byte
+// accounting only).
 func (d dtype) size() int {
-	if d == dtF32 {
+	switch d {
+	case dtF32:
 		return 4
+	case dtQ8_0, dtQ4_0:
+		return 1
 	}
 	return 2
 }
 
 func (d dtype) String() string {
-	if int(d) < 3 {
-		return [...]string{"F32", "F16", "BF16"}[d]
+	if int(d) < 5 {
+		return [...]string{"F32", "F16", "BF16", "Q8_0", "Q4_0"}[d]
 	}
 	return fmt.Sprintf("dtype(%d)", uint8(d))
 }
@@ -63,7 +73,14 @@ func newTensor(name, file string, dt dtype, shape []int, data []byte) (*tensor, 
 	default:
 		return nil, fmt.Errorf("%s: tensor %s: shape %v is not 1-D or 2-D", file, name, shape)
 	}
-	if want := t.rows * t.cols * dt.size(); len(data) != want {
+	want := t.rows * t.cols * dt.size()
+	if dt.blocks() {
+		if t.cols%quant.GroupSize != 0 {
+			return nil, fmt.Errorf("%s: tensor %s: %s rows of %d weights are not whole blocks", file, name, dt, t.cols)
+		}
+		want = t.rows * t.cols / quant.GroupSize * dt.blockBytes()
+	}
+	if len(data) != want {
 		return nil, fmt.Errorf("%s: tensor %s: %d data bytes, shape %v of %s needs %d", file, name, len(data), shape, dt, want)
 	}
 	return t, nil
@@ -75,6 +92,10 @@ func (t *tensor) bytes() int64 { return int64(len(t.data)) }
 // block converts rows [r0, r0+nr) × cols [c0, c0+nc) to f32 in dst with row
 // stride nc.
 func (t *tensor) block(dst []float32, r0, nr, c0, nc int) {
+	if t.dt.blocks() {
+		t.blockFromBlocks(dst, r0, nr, c0, nc)
+		return
+	}
 	es := t.dt.size()
 	for i := 0; i < nr; i++ {
 		r := r0 + i

@@ -72,7 +72,7 @@ def gguf_name(hf):
     return f"blk.{parts[2]}." + NAMES[".".join(parts[3:])]
 
 
-def write(fixture, arch, dest, q8=(), f32=False):
+def write(fixture, arch, dest, quants=None, f32=False):
     d = os.path.join(fixtures, fixture)
     c = json.load(open(os.path.join(d, "config.json")))
     ts = load(d)
@@ -106,8 +106,9 @@ def write(fixture, arch, dest, q8=(), f32=False):
         if f32 and dt == "F16":  # exact: every f16 is an f32
             dt, t = "F32", t.astype(np.float32)
         t = np.ascontiguousarray(t)
-        if gguf_name(hf) in q8:  # llama.cpp's own Q8_0 quantizer (gguf-py quants)
-            w.add_tensor(gguf_name(hf), quantize(t.astype(np.float32), GGMLQuantizationType.Q8_0), raw_dtype=GGMLQuantizationType.Q8_0)
+        if quants and gguf_name(hf) in quants:  # llama.cpp's own quantizers (gguf-py quants)
+            q = quants[gguf_name(hf)]
+            w.add_tensor(gguf_name(hf), quantize(t.astype(np.float32), q), raw_dtype=q)
         elif dt == "BF16":  # gguf-py takes BF16 as raw bytes
             w.add_tensor(gguf_name(hf), t.view(np.uint8), raw_dtype=GGMLQuantizationType.BF16)
         else:
@@ -121,5 +122,8 @@ def write(fixture, arch, dest, q8=(), f32=False):
 write("llama_linear", "llama", "llama_linear.gguf")
 write("qwen2", "qwen2", "qwen2.gguf")
 write("qwen3", "qwen3", "qwen3.gguf")
-write("qwen3", "qwen3", "qwen3_q8.gguf", q8=("blk.0.attn_output.weight",))
+write("qwen3", "qwen3", "qwen3_q8.gguf", quants={"blk.0.attn_output.weight": GGMLQuantizationType.Q8_0,
+                                                 "blk.1.attn_output.weight": GGMLQuantizationType.Q8_0})
+write("qwen3", "qwen3", "qwen3_q4.gguf", quants={"blk.0.attn_output.weight": GGMLQuantizationType.Q4_0,
+                                                 "blk.1.attn_output.weight": GGMLQuantizationType.Q4_0})
 write("llama_linear", "llama", "llama_linear_f32.gguf", f32=True)
