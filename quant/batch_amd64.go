@@ -12,21 +12,6 @@ type vnniCol struct {
 	y      *float32
 }
 
-// q4vnni512x4 adds one Q4_0 tile's rows [0, rows) times four columns into
-// their outputs (batch_vnni_amd64.s); rows must be a positive multiple of 4.
-//
-//go:noescape
-func q4vnni512x4(sc, data *byte, rows, groups int, cols *[4]vnniCol, k0, k1, kg int)
-
-// q4vnni512x2 and q4vnni512x3 are q4vnni512x4 for two and three columns;
-// x2's rows must be a positive multiple of 8.
-//
-//go:noescape
-func q4vnni512x2(sc, data *byte, rows, groups int, cols *[2]vnniCol, k0, k1, kg int)
-
-//go:noescape
-func q4vnni512x3(sc, data *byte, rows, groups int, cols *[3]vnniCol, k0, k1, kg int)
-
 // dotQ4VNNI512Batch is the vnni path's DotBatch for Q4_0: four columns at
 // a time through q4vnni512x4, the last columns through the single-column
 // kernel.
@@ -96,21 +81,6 @@ type vnniCol8 struct {
 	dx *float32
 	y  *float32
 }
-
-// q8vnni512x4 is q4vnni512x4 for Q8_0 tiles (four 64-byte blocks of two
-// groups per row, masks k0..k3).
-//
-//go:noescape
-func q8vnni512x4(sc, data *byte, rows, groups int, cols *[4]vnniCol8, k0, k1, k2, k3, kg int)
-
-// q8vnni512x2 and q8vnni512x3 are q8vnni512x4 for two and three columns;
-// x2's rows must be a positive multiple of 8.
-//
-//go:noescape
-func q8vnni512x2(sc, data *byte, rows, groups int, cols *[2]vnniCol8, k0, k1, k2, k3, kg int)
-
-//go:noescape
-func q8vnni512x3(sc, data *byte, rows, groups int, cols *[3]vnniCol8, k0, k1, k2, k3, kg int)
 
 // dotQ8VNNI512Batch is dotQ4VNNI512Batch for Q8_0.
 func dotQ8VNNI512Batch(t *Tile, xs []*Vec, col int, ys [][]float32) {

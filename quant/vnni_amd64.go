@@ -28,3 +28,39 @@ func q8vnni512(sc *byte, data *byte, rows int, groups int, x8 *int8, c8 *int32, 
 //
 //go:noescape
 func quantize512(x *float32, groups int, q8 *int8, xl *int8, xh *int8, dx *float32, c4 *int32, c8 *int32)
+
+// q4vnni512x2 adds one Q4_0 tile's rows [0, rows) times 2 columns into
+// their outputs (the vnni path's DotBatch); rows must be a positive multiple of 8.
+//
+//go:noescape
+func q4vnni512x2(sc *byte, data *byte, rows int, groups int, cols *[2]vnniCol, k0 int, k1 int, kg int)
+
+// q4vnni512x3 adds one Q4_0 tile's rows [0, rows) times 3 columns into
+// their outputs (the vnni path's DotBatch); rows must be a positive multiple of 4.
+//
+//go:noescape
+func q4vnni512x3(sc *byte, data *byte, rows int, groups int, cols *[3]vnniCol, k0 int, k1 int, kg int)
+
+// q4vnni512x4 adds one Q4_0 tile's rows [0, rows) times 4 columns into
+// their outputs (the vnni path's DotBatch); rows must be a positive multiple of 4.
+//
+//go:noescape
+func q4vnni512x4(sc *byte, data *byte, rows int, groups int, cols *[4]vnniCol, k0 int, k1 int, kg int)
+
+// q8vnni512x2 adds one Q8_0 tile's rows [0, rows) times 2 columns into
+// their outputs (the vnni path's DotBatch); rows must be a positive multiple of 8.
+//
+//go:noescape
+func q8vnni512x2(sc *byte, data *byte, rows int, groups int, cols *[2]vnniCol8, k0 int, k1 int, k2 int, k3 int, kg int)
+
+// q8vnni512x3 adds one Q8_0 tile's rows [0, rows) times 3 columns into
+// their outputs (the vnni path's DotBatch); rows must be a positive multiple of 4.
+//
+//go:noescape
+func q8vnni512x3(sc *byte, data *byte, rows int, groups int, cols *[3]vnniCol8, k0 int, k1 int, k2 int, k3 int, kg int)
+
+// q8vnni512x4 adds one Q8_0 tile's rows [0, rows) times 4 columns into
+// their outputs (the vnni path's DotBatch); rows must be a positive multiple of 4.
+//
+//go:noescape
+func q8vnni512x4(sc *byte, data *byte, rows int, groups int, cols *[4]vnniCol8, k0 int, k1 int, k2 int, k3 int, kg int)

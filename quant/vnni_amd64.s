@@ -2668,3 +2668,2847 @@ qstore:
 qdone:
 	VZEROUPPER
 	RET
+
+// func q4vnni512x2(sc *byte, data *byte, rows int, groups int, cols *[2]vnniCol, k0 int, k1 int, kg int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, MMX+
+TEXT ·q4vnni512x2(SB), NOSPLIT, $0-64
+	MOVQ         sc+0(FP), SI
+	MOVQ         data+8(FP), DI
+	MOVQ         rows+16(FP), CX
+	MOVQ         groups+24(FP), R8
+	MOVQ         cols+32(FP), BX
+	MOVQ         k0+40(FP), AX
+	KMOVW        AX, K1
+	MOVQ         k1+48(FP), AX
+	KMOVW        AX, K2
+	MOVQ         kg+56(FP), AX
+	KMOVW        AX, K3
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z31
+	VMOVDQU32    idx4a<>+0(SB), Z27
+	VMOVDQU32    idx4b<>+0(SB), Z28
+	VMOVDQU32    rowperm<>+0(SB), Z29
+	LEAQ         (R8)(R8*1), R10
+	MOVQ         R8, R11
+	SHLQ         $0x04, R11
+	XORQ         R9, R9
+
+x2loop:
+	PREFETCHT0    2048(DI)
+	PREFETCHT0    2112(DI)
+	PREFETCHT1    8192(DI)
+	PREFETCHT1    8256(DI)
+	VCVTPH2PS.Z   (SI), K3, Y0
+	VMOVDQU32.Z   (DI), K1, Z3
+	VPSRLW        $0x04, Z3, Z4
+	VPANDD        Z31, Z3, Z3
+	VPANDD        Z31, Z4, Z4
+	VMOVDQU32.Z   64(DI), K2, Z5
+	VPSRLW        $0x04, Z5, Z6
+	VPANDD        Z31, Z5, Z5
+	VPANDD        Z31, Z6, Z6
+	ADDQ          R10, SI
+	ADDQ          R11, DI
+	MOVQ          24(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          16(BX), AX
+	MOVQ          (BX), DX
+	MOVQ          8(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z8
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z8
+	MOVQ          64(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          56(BX), AX
+	MOVQ          40(BX), DX
+	MOVQ          48(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z16
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z16
+	PREFETCHT0    2048(DI)
+	PREFETCHT0    2112(DI)
+	PREFETCHT1    8192(DI)
+	PREFETCHT1    8256(DI)
+	VCVTPH2PS.Z   (SI), K3, Y0
+	VMOVDQU32.Z   (DI), K1, Z3
+	VPSRLW        $0x04, Z3, Z4
+	VPANDD        Z31, Z3, Z3
+	VPANDD        Z31, Z4, Z4
+	VMOVDQU32.Z   64(DI), K2, Z5
+	VPSRLW        $0x04, Z5, Z6
+	VPANDD        Z31, Z5, Z5
+	VPANDD        Z31, Z6, Z6
+	ADDQ          R10, SI
+	ADDQ          R11, DI
+	MOVQ          24(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          16(BX), AX
+	MOVQ          (BX), DX
+	MOVQ          8(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z9
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z9
+	MOVQ          64(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          56(BX), AX
+	MOVQ          40(BX), DX
+	MOVQ          48(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z17
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z17
+	PREFETCHT0    2048(DI)
+	PREFETCHT0    2112(DI)
+	PREFETCHT1    8192(DI)
+	PREFETCHT1    8256(DI)
+	VCVTPH2PS.Z   (SI), K3, Y0
+	VMOVDQU32.Z   (DI), K1, Z3
+	VPSRLW        $0x04, Z3, Z4
+	VPANDD        Z31, Z3, Z3
+	VPANDD        Z31, Z4, Z4
+	VMOVDQU32.Z   64(DI), K2, Z5
+	VPSRLW        $0x04, Z5, Z6
+	VPANDD        Z31, Z5, Z5
+	VPANDD        Z31, Z6, Z6
+	ADDQ          R10, SI
+	ADDQ          R11, DI
+	MOVQ          24(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          16(BX), AX
+	MOVQ          (BX), DX
+	MOVQ          8(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z10
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z10
+	MOVQ          64(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          56(BX), AX
+	MOVQ          40(BX), DX
+	MOVQ          48(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z18
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z18
+	PREFETCHT0    2048(DI)
+	PREFETCHT0    2112(DI)
+	PREFETCHT1    8192(DI)
+	PREFETCHT1    8256(DI)
+	VCVTPH2PS.Z   (SI), K3, Y0
+	VMOVDQU32.Z   (DI), K1, Z3
+	VPSRLW        $0x04, Z3, Z4
+	VPANDD        Z31, Z3, Z3
+	VPANDD        Z31, Z4, Z4
+	VMOVDQU32.Z   64(DI), K2, Z5
+	VPSRLW        $0x04, Z5, Z6
+	VPANDD        Z31, Z5, Z5
+	VPANDD        Z31, Z6, Z6
+	ADDQ          R10, SI
+	ADDQ          R11, DI
+	MOVQ          24(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          16(BX), AX
+	MOVQ          (BX), DX
+	MOVQ          8(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z11
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z11
+	MOVQ          64(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          56(BX), AX
+	MOVQ          40(BX), DX
+	MOVQ          48(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z19
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z19
+	PREFETCHT0    2048(DI)
+	PREFETCHT0    2112(DI)
+	PREFETCHT1    8192(DI)
+	PREFETCHT1    8256(DI)
+	VCVTPH2PS.Z   (SI), K3, Y0
+	VMOVDQU32.Z   (DI), K1, Z3
+	VPSRLW        $0x04, Z3, Z4
+	VPANDD        Z31, Z3, Z3
+	VPANDD        Z31, Z4, Z4
+	VMOVDQU32.Z   64(DI), K2, Z5
+	VPSRLW        $0x04, Z5, Z6
+	VPANDD        Z31, Z5, Z5
+	VPANDD        Z31, Z6, Z6
+	ADDQ          R10, SI
+	ADDQ          R11, DI
+	MOVQ          24(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          16(BX), AX
+	MOVQ          (BX), DX
+	MOVQ          8(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z12
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z12
+	MOVQ          64(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          56(BX), AX
+	MOVQ          40(BX), DX
+	MOVQ          48(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z20
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z20
+	PREFETCHT0    2048(DI)
+	PREFETCHT0    2112(DI)
+	PREFETCHT1    8192(DI)
+	PREFETCHT1    8256(DI)
+	VCVTPH2PS.Z   (SI), K3, Y0
+	VMOVDQU32.Z   (DI), K1, Z3
+	VPSRLW        $0x04, Z3, Z4
+	VPANDD        Z31, Z3, Z3
+	VPANDD        Z31, Z4, Z4
+	VMOVDQU32.Z   64(DI), K2, Z5
+	VPSRLW        $0x04, Z5, Z6
+	VPANDD        Z31, Z5, Z5
+	VPANDD        Z31, Z6, Z6
+	ADDQ          R10, SI
+	ADDQ          R11, DI
+	MOVQ          24(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          16(BX), AX
+	MOVQ          (BX), DX
+	MOVQ          8(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z13
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z13
+	MOVQ          64(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          56(BX), AX
+	MOVQ          40(BX), DX
+	MOVQ          48(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z21
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z21
+	PREFETCHT0    2048(DI)
+	PREFETCHT0    2112(DI)
+	PREFETCHT1    8192(DI)
+	PREFETCHT1    8256(DI)
+	VCVTPH2PS.Z   (SI), K3, Y0
+	VMOVDQU32.Z   (DI), K1, Z3
+	VPSRLW        $0x04, Z3, Z4
+	VPANDD        Z31, Z3, Z3
+	VPANDD        Z31, Z4, Z4
+	VMOVDQU32.Z   64(DI), K2, Z5
+	VPSRLW        $0x04, Z5, Z6
+	VPANDD        Z31, Z5, Z5
+	VPANDD        Z31, Z6, Z6
+	ADDQ          R10, SI
+	ADDQ          R11, DI
+	MOVQ          24(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          16(BX), AX
+	MOVQ          (BX), DX
+	MOVQ          8(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z14
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z14
+	MOVQ          64(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          56(BX), AX
+	MOVQ          40(BX), DX
+	MOVQ          48(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z22
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z22
+	PREFETCHT0    2048(DI)
+	PREFETCHT0    2112(DI)
+	PREFETCHT1    8192(DI)
+	PREFETCHT1    8256(DI)
+	VCVTPH2PS.Z   (SI), K3, Y0
+	VMOVDQU32.Z   (DI), K1, Z3
+	VPSRLW        $0x04, Z3, Z4
+	VPANDD        Z31, Z3, Z3
+	VPANDD        Z31, Z4, Z4
+	VMOVDQU32.Z   64(DI), K2, Z5
+	VPSRLW        $0x04, Z5, Z6
+	VPANDD        Z31, Z5, Z5
+	VPANDD        Z31, Z6, Z6
+	ADDQ          R10, SI
+	ADDQ          R11, DI
+	MOVQ          24(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          16(BX), AX
+	MOVQ          (BX), DX
+	MOVQ          8(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z15
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z15
+	MOVQ          64(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          56(BX), AX
+	MOVQ          40(BX), DX
+	MOVQ          48(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z23
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z23
+	VSHUFF64X2    $0x44, Z9, Z8, Z24
+	VSHUFF64X2    $0xee, Z9, Z8, Z25
+	VADDPS        Z25, Z24, Z8
+	VSHUFF64X2    $0x44, Z11, Z10, Z24
+	VSHUFF64X2    $0xee, Z11, Z10, Z25
+	VADDPS        Z25, Z24, Z10
+	VSHUFF64X2    $0x44, Z13, Z12, Z24
+	VSHUFF64X2    $0xee, Z13, Z12, Z25
+	VADDPS        Z25, Z24, Z12
+	VSHUFF64X2    $0x44, Z15, Z14, Z24
+	VSHUFF64X2    $0xee, Z15, Z14, Z25
+	VADDPS        Z25, Z24, Z14
+	VSHUFF64X2    $0x44, Z17, Z16, Z24
+	VSHUFF64X2    $0xee, Z17, Z16, Z25
+	VADDPS        Z25, Z24, Z16
+	VSHUFF64X2    $0x44, Z19, Z18, Z24
+	VSHUFF64X2    $0xee, Z19, Z18, Z25
+	VADDPS        Z25, Z24, Z18
+	VSHUFF64X2    $0x44, Z21, Z20, Z24
+	VSHUFF64X2    $0xee, Z21, Z20, Z25
+	VADDPS        Z25, Z24, Z20
+	VSHUFF64X2    $0x44, Z23, Z22, Z24
+	VSHUFF64X2    $0xee, Z23, Z22, Z25
+	VADDPS        Z25, Z24, Z22
+	VSHUFF64X2    $0x88, Z10, Z8, Z24
+	VSHUFF64X2    $0xdd, Z10, Z8, Z25
+	VADDPS        Z25, Z24, Z8
+	VSHUFF64X2    $0x88, Z14, Z12, Z24
+	VSHUFF64X2    $0xdd, Z14, Z12, Z25
+	VADDPS        Z25, Z24, Z12
+	VSHUFF64X2    $0x88, Z18, Z16, Z24
+	VSHUFF64X2    $0xdd, Z18, Z16, Z25
+	VADDPS        Z25, Z24, Z16
+	VSHUFF64X2    $0x88, Z22, Z20, Z24
+	VSHUFF64X2    $0xdd, Z22, Z20, Z25
+	VADDPS        Z25, Z24, Z20
+	VSHUFPS       $0x44, Z12, Z8, Z24
+	VSHUFPS       $0xee, Z12, Z8, Z25
+	VADDPS        Z25, Z24, Z8
+	VSHUFPS       $0x44, Z20, Z16, Z24
+	VSHUFPS       $0xee, Z20, Z16, Z25
+	VADDPS        Z25, Z24, Z16
+	VSHUFPS       $0x88, Z16, Z8, Z24
+	VSHUFPS       $0xdd, Z16, Z8, Z25
+	VADDPS        Z25, Z24, Z8
+	VPERMPS       Z8, Z29, Z8
+	VEXTRACTF64X4 $0x00, Z8, Y24
+	MOVQ          32(BX), AX
+	VADDPS        (AX)(R9*1), Y24, Y24
+	VMOVUPS       Y24, (AX)(R9*1)
+	VEXTRACTF64X4 $0x01, Z8, Y24
+	MOVQ          72(BX), AX
+	VADDPS        (AX)(R9*1), Y24, Y24
+	VMOVUPS       Y24, (AX)(R9*1)
+	ADDQ          $0x20, R9
+	SUBQ          $0x08, CX
+	JNZ           x2loop
+	VZEROUPPER
+	RET
+
+// func q4vnni512x3(sc *byte, data *byte, rows int, groups int, cols *[3]vnniCol, k0 int, k1 int, kg int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, MMX+
+TEXT ·q4vnni512x3(SB), NOSPLIT, $0-64
+	MOVQ         sc+0(FP), SI
+	MOVQ         data+8(FP), DI
+	MOVQ         rows+16(FP), CX
+	MOVQ         groups+24(FP), R8
+	MOVQ         cols+32(FP), BX
+	MOVQ         k0+40(FP), AX
+	KMOVW        AX, K1
+	MOVQ         k1+48(FP), AX
+	KMOVW        AX, K2
+	MOVQ         kg+56(FP), AX
+	KMOVW        AX, K3
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z31
+	VMOVDQU32    idx4a<>+0(SB), Z27
+	VMOVDQU32    idx4b<>+0(SB), Z28
+	VMOVDQU32    rowperm<>+0(SB), Z29
+	LEAQ         (R8)(R8*1), R10
+	MOVQ         R8, R11
+	SHLQ         $0x04, R11
+	XORQ         R9, R9
+	VPXORD       Z20, Z20, Z20
+	VPXORD       Z21, Z21, Z21
+	VPXORD       Z22, Z22, Z22
+	VPXORD       Z23, Z23, Z23
+
+x3loop:
+	PREFETCHT0    2048(DI)
+	PREFETCHT0    2112(DI)
+	PREFETCHT1    8192(DI)
+	PREFETCHT1    8256(DI)
+	VCVTPH2PS.Z   (SI), K3, Y0
+	VMOVDQU32.Z   (DI), K1, Z3
+	VPSRLW        $0x04, Z3, Z4
+	VPANDD        Z31, Z3, Z3
+	VPANDD        Z31, Z4, Z4
+	VMOVDQU32.Z   64(DI), K2, Z5
+	VPSRLW        $0x04, Z5, Z6
+	VPANDD        Z31, Z5, Z5
+	VPANDD        Z31, Z6, Z6
+	ADDQ          R10, SI
+	ADDQ          R11, DI
+	MOVQ          24(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          16(BX), AX
+	MOVQ          (BX), DX
+	MOVQ          8(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z8
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z8
+	MOVQ          64(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          56(BX), AX
+	MOVQ          40(BX), DX
+	MOVQ          48(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z12
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z12
+	MOVQ          104(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          96(BX), AX
+	MOVQ          80(BX), DX
+	MOVQ          88(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z16
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z16
+	PREFETCHT0    2048(DI)
+	PREFETCHT0    2112(DI)
+	PREFETCHT1    8192(DI)
+	PREFETCHT1    8256(DI)
+	VCVTPH2PS.Z   (SI), K3, Y0
+	VMOVDQU32.Z   (DI), K1, Z3
+	VPSRLW        $0x04, Z3, Z4
+	VPANDD        Z31, Z3, Z3
+	VPANDD        Z31, Z4, Z4
+	VMOVDQU32.Z   64(DI), K2, Z5
+	VPSRLW        $0x04, Z5, Z6
+	VPANDD        Z31, Z5, Z5
+	VPANDD        Z31, Z6, Z6
+	ADDQ          R10, SI
+	ADDQ          R11, DI
+	MOVQ          24(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          16(BX), AX
+	MOVQ          (BX), DX
+	MOVQ          8(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z9
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z9
+	MOVQ          64(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          56(BX), AX
+	MOVQ          40(BX), DX
+	MOVQ          48(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z13
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z13
+	MOVQ          104(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          96(BX), AX
+	MOVQ          80(BX), DX
+	MOVQ          88(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z17
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z17
+	PREFETCHT0    2048(DI)
+	PREFETCHT0    2112(DI)
+	PREFETCHT1    8192(DI)
+	PREFETCHT1    8256(DI)
+	VCVTPH2PS.Z   (SI), K3, Y0
+	VMOVDQU32.Z   (DI), K1, Z3
+	VPSRLW        $0x04, Z3, Z4
+	VPANDD        Z31, Z3, Z3
+	VPANDD        Z31, Z4, Z4
+	VMOVDQU32.Z   64(DI), K2, Z5
+	VPSRLW        $0x04, Z5, Z6
+	VPANDD        Z31, Z5, Z5
+	VPANDD        Z31, Z6, Z6
+	ADDQ          R10, SI
+	ADDQ          R11, DI
+	MOVQ          24(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          16(BX), AX
+	MOVQ          (BX), DX
+	MOVQ          8(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z10
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z10
+	MOVQ          64(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          56(BX), AX
+	MOVQ          40(BX), DX
+	MOVQ          48(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z14
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z14
+	MOVQ          104(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          96(BX), AX
+	MOVQ          80(BX), DX
+	MOVQ          88(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z18
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z18
+	PREFETCHT0    2048(DI)
+	PREFETCHT0    2112(DI)
+	PREFETCHT1    8192(DI)
+	PREFETCHT1    8256(DI)
+	VCVTPH2PS.Z   (SI), K3, Y0
+	VMOVDQU32.Z   (DI), K1, Z3
+	VPSRLW        $0x04, Z3, Z4
+	VPANDD        Z31, Z3, Z3
+	VPANDD        Z31, Z4, Z4
+	VMOVDQU32.Z   64(DI), K2, Z5
+	VPSRLW        $0x04, Z5, Z6
+	VPANDD        Z31, Z5, Z5
+	VPANDD        Z31, Z6, Z6
+	ADDQ          R10, SI
+	ADDQ          R11, DI
+	MOVQ          24(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          16(BX), AX
+	MOVQ          (BX), DX
+	MOVQ          8(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z11
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z11
+	MOVQ          64(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          56(BX), AX
+	MOVQ          40(BX), DX
+	MOVQ          48(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z15
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z15
+	MOVQ          104(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          96(BX), AX
+	MOVQ          80(BX), DX
+	MOVQ          88(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z19
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z19
+	VSHUFF64X2    $0x44, Z9, Z8, Z24
+	VSHUFF64X2    $0xee, Z9, Z8, Z25
+	VADDPS        Z25, Z24, Z8
+	VSHUFF64X2    $0x44, Z11, Z10, Z24
+	VSHUFF64X2    $0xee, Z11, Z10, Z25
+	VADDPS        Z25, Z24, Z10
+	VSHUFF64X2    $0x44, Z13, Z12, Z24
+	VSHUFF64X2    $0xee, Z13, Z12, Z25
+	VADDPS        Z25, Z24, Z12
+	VSHUFF64X2    $0x44, Z15, Z14, Z24
+	VSHUFF64X2    $0xee, Z15, Z14, Z25
+	VADDPS        Z25, Z24, Z14
+	VSHUFF64X2    $0x44, Z17, Z16, Z24
+	VSHUFF64X2    $0xee, Z17, Z16, Z25
+	VADDPS        Z25, Z24, Z16
+	VSHUFF64X2    $0x44, Z19, Z18, Z24
+	VSHUFF64X2    $0xee, Z19, Z18, Z25
+	VADDPS        Z25, Z24, Z18
+	VSHUFF64X2    $0x44, Z21, Z20, Z24
+	VSHUFF64X2    $0xee, Z21, Z20, Z25
+	VADDPS        Z25, Z24, Z20
+	VSHUFF64X2    $0x44, Z23, Z22, Z24
+	VSHUFF64X2    $0xee, Z23, Z22, Z25
+	VADDPS        Z25, Z24, Z22
+	VSHUFF64X2    $0x88, Z10, Z8, Z24
+	VSHUFF64X2    $0xdd, Z10, Z8, Z25
+	VADDPS        Z25, Z24, Z8
+	VSHUFF64X2    $0x88, Z14, Z12, Z24
+	VSHUFF64X2    $0xdd, Z14, Z12, Z25
+	VADDPS        Z25, Z24, Z12
+	VSHUFF64X2    $0x88, Z18, Z16, Z24
+	VSHUFF64X2    $0xdd, Z18, Z16, Z25
+	VADDPS        Z25, Z24, Z16
+	VSHUFF64X2    $0x88, Z22, Z20, Z24
+	VSHUFF64X2    $0xdd, Z22, Z20, Z25
+	VADDPS        Z25, Z24, Z20
+	VSHUFPS       $0x44, Z12, Z8, Z24
+	VSHUFPS       $0xee, Z12, Z8, Z25
+	VADDPS        Z25, Z24, Z8
+	VSHUFPS       $0x44, Z20, Z16, Z24
+	VSHUFPS       $0xee, Z20, Z16, Z25
+	VADDPS        Z25, Z24, Z16
+	VSHUFPS       $0x88, Z16, Z8, Z24
+	VSHUFPS       $0xdd, Z16, Z8, Z25
+	VADDPS        Z25, Z24, Z8
+	VPERMPS       Z8, Z29, Z8
+	VEXTRACTF32X4 $0x00, Z8, X24
+	MOVQ          32(BX), AX
+	VADDPS        (AX)(R9*1), X24, X24
+	VMOVUPS       X24, (AX)(R9*1)
+	VEXTRACTF32X4 $0x01, Z8, X24
+	MOVQ          72(BX), AX
+	VADDPS        (AX)(R9*1), X24, X24
+	VMOVUPS       X24, (AX)(R9*1)
+	VEXTRACTF32X4 $0x02, Z8, X24
+	MOVQ          112(BX), AX
+	VADDPS        (AX)(R9*1), X24, X24
+	VMOVUPS       X24, (AX)(R9*1)
+	ADDQ          $0x10, R9
+	SUBQ          $0x04, CX
+	JNZ           x3loop
+	VZEROUPPER
+	RET
+
+// func q4vnni512x4(sc *byte, data *byte, rows int, groups int, cols *[4]vnniCol, k0 int, k1 int, kg int)
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, MMX+
+TEXT ·q4vnni512x4(SB), NOSPLIT, $0-64
+	MOVQ         sc+0(FP), SI
+	MOVQ         data+8(FP), DI
+	MOVQ         rows+16(FP), CX
+	MOVQ         groups+24(FP), R8
+	MOVQ         cols+32(FP), BX
+	MOVQ         k0+40(FP), AX
+	KMOVW        AX, K1
+	MOVQ         k1+48(FP), AX
+	KMOVW        AX, K2
+	MOVQ         kg+56(FP), AX
+	KMOVW        AX, K3
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z31
+	VMOVDQU32    idx4a<>+0(SB), Z27
+	VMOVDQU32    idx4b<>+0(SB), Z28
+	VMOVDQU32    rowperm<>+0(SB), Z29
+	LEAQ         (R8)(R8*1), R10
+	MOVQ         R8, R11
+	SHLQ         $0x04, R11
+	XORQ         R9, R9
+
+x4loop:
+	PREFETCHT0    2048(DI)
+	PREFETCHT0    2112(DI)
+	PREFETCHT1    8192(DI)
+	PREFETCHT1    8256(DI)
+	VCVTPH2PS.Z   (SI), K3, Y0
+	VMOVDQU32.Z   (DI), K1, Z3
+	VPSRLW        $0x04, Z3, Z4
+	VPANDD        Z31, Z3, Z3
+	VPANDD        Z31, Z4, Z4
+	VMOVDQU32.Z   64(DI), K2, Z5
+	VPSRLW        $0x04, Z5, Z6
+	VPANDD        Z31, Z5, Z5
+	VPANDD        Z31, Z6, Z6
+	ADDQ          R10, SI
+	ADDQ          R11, DI
+	MOVQ          24(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          16(BX), AX
+	MOVQ          (BX), DX
+	MOVQ          8(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z8
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z8
+	MOVQ          64(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          56(BX), AX
+	MOVQ          40(BX), DX
+	MOVQ          48(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z12
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z12
+	MOVQ          104(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          96(BX), AX
+	MOVQ          80(BX), DX
+	MOVQ          88(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z16
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z16
+	MOVQ          144(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          136(BX), AX
+	MOVQ          120(BX), DX
+	MOVQ          128(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z20
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z20
+	PREFETCHT0    2048(DI)
+	PREFETCHT0    2112(DI)
+	PREFETCHT1    8192(DI)
+	PREFETCHT1    8256(DI)
+	VCVTPH2PS.Z   (SI), K3, Y0
+	VMOVDQU32.Z   (DI), K1, Z3
+	VPSRLW        $0x04, Z3, Z4
+	VPANDD        Z31, Z3, Z3
+	VPANDD        Z31, Z4, Z4
+	VMOVDQU32.Z   64(DI), K2, Z5
+	VPSRLW        $0x04, Z5, Z6
+	VPANDD        Z31, Z5, Z5
+	VPANDD        Z31, Z6, Z6
+	ADDQ          R10, SI
+	ADDQ          R11, DI
+	MOVQ          24(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          16(BX), AX
+	MOVQ          (BX), DX
+	MOVQ          8(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z9
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z9
+	MOVQ          64(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          56(BX), AX
+	MOVQ          40(BX), DX
+	MOVQ          48(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z13
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z13
+	MOVQ          104(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          96(BX), AX
+	MOVQ          80(BX), DX
+	MOVQ          88(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z17
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z17
+	MOVQ          144(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          136(BX), AX
+	MOVQ          120(BX), DX
+	MOVQ          128(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z21
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z21
+	PREFETCHT0    2048(DI)
+	PREFETCHT0    2112(DI)
+	PREFETCHT1    8192(DI)
+	PREFETCHT1    8256(DI)
+	VCVTPH2PS.Z   (SI), K3, Y0
+	VMOVDQU32.Z   (DI), K1, Z3
+	VPSRLW        $0x04, Z3, Z4
+	VPANDD        Z31, Z3, Z3
+	VPANDD        Z31, Z4, Z4
+	VMOVDQU32.Z   64(DI), K2, Z5
+	VPSRLW        $0x04, Z5, Z6
+	VPANDD        Z31, Z5, Z5
+	VPANDD        Z31, Z6, Z6
+	ADDQ          R10, SI
+	ADDQ          R11, DI
+	MOVQ          24(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          16(BX), AX
+	MOVQ          (BX), DX
+	MOVQ          8(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z10
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z10
+	MOVQ          64(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          56(BX), AX
+	MOVQ          40(BX), DX
+	MOVQ          48(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z14
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z14
+	MOVQ          104(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          96(BX), AX
+	MOVQ          80(BX), DX
+	MOVQ          88(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z18
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z18
+	MOVQ          144(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          136(BX), AX
+	MOVQ          120(BX), DX
+	MOVQ          128(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z22
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z22
+	PREFETCHT0    2048(DI)
+	PREFETCHT0    2112(DI)
+	PREFETCHT1    8192(DI)
+	PREFETCHT1    8256(DI)
+	VCVTPH2PS.Z   (SI), K3, Y0
+	VMOVDQU32.Z   (DI), K1, Z3
+	VPSRLW        $0x04, Z3, Z4
+	VPANDD        Z31, Z3, Z3
+	VPANDD        Z31, Z4, Z4
+	VMOVDQU32.Z   64(DI), K2, Z5
+	VPSRLW        $0x04, Z5, Z6
+	VPANDD        Z31, Z5, Z5
+	VPANDD        Z31, Z6, Z6
+	ADDQ          R10, SI
+	ADDQ          R11, DI
+	MOVQ          24(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          16(BX), AX
+	MOVQ          (BX), DX
+	MOVQ          8(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z11
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z11
+	MOVQ          64(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          56(BX), AX
+	MOVQ          40(BX), DX
+	MOVQ          48(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z15
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z15
+	MOVQ          104(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          96(BX), AX
+	MOVQ          80(BX), DX
+	MOVQ          88(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z19
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z19
+	MOVQ          144(BX), AX
+	VMULPS        (AX), Y0, Y2
+	VPERMPS       Z2, Z28, Z1
+	VPERMPS       Z2, Z27, Z2
+	MOVQ          136(BX), AX
+	MOVQ          120(BX), DX
+	MOVQ          128(BX), R12
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VPDPBUSD      (R12), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VMULPS        Z2, Z7, Z23
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z5, Z7
+	VPDPBUSD      64(R12), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VFMADD231PS   Z1, Z7, Z23
+	VSHUFF64X2    $0x44, Z9, Z8, Z24
+	VSHUFF64X2    $0xee, Z9, Z8, Z25
+	VADDPS        Z25, Z24, Z8
+	VSHUFF64X2    $0x44, Z11, Z10, Z24
+	VSHUFF64X2    $0xee, Z11, Z10, Z25
+	VADDPS        Z25, Z24, Z10
+	VSHUFF64X2    $0x44, Z13, Z12, Z24
+	VSHUFF64X2    $0xee, Z13, Z12, Z25
+	VADDPS        Z25, Z24, Z12
+	VSHUFF64X2    $0x44, Z15, Z14, Z24
+	VSHUFF64X2    $0xee, Z15, Z14, Z25
+	VADDPS        Z25, Z24, Z14
+	VSHUFF64X2    $0x44, Z17, Z16, Z24
+	VSHUFF64X2    $0xee, Z17, Z16, Z25
+	VADDPS        Z25, Z24, Z16
+	VSHUFF64X2    $0x44, Z19, Z18, Z24
+	VSHUFF64X2    $0xee, Z19, Z18, Z25
+	VADDPS        Z25, Z24, Z18
+	VSHUFF64X2    $0x44, Z21, Z20, Z24
+	VSHUFF64X2    $0xee, Z21, Z20, Z25
+	VADDPS        Z25, Z24, Z20
+	VSHUFF64X2    $0x44, Z23, Z22, Z24
+	VSHUFF64X2    $0xee, Z23, Z22, Z25
+	VADDPS        Z25, Z24, Z22
+	VSHUFF64X2    $0x88, Z10, Z8, Z24
+	VSHUFF64X2    $0xdd, Z10, Z8, Z25
+	VADDPS        Z25, Z24, Z8
+	VSHUFF64X2    $0x88, Z14, Z12, Z24
+	VSHUFF64X2    $0xdd, Z14, Z12, Z25
+	VADDPS        Z25, Z24, Z12
+	VSHUFF64X2    $0x88, Z18, Z16, Z24
+	VSHUFF64X2    $0xdd, Z18, Z16, Z25
+	VADDPS        Z25, Z24, Z16
+	VSHUFF64X2    $0x88, Z22, Z20, Z24
+	VSHUFF64X2    $0xdd, Z22, Z20, Z25
+	VADDPS        Z25, Z24, Z20
+	VSHUFPS       $0x44, Z12, Z8, Z24
+	VSHUFPS       $0xee, Z12, Z8, Z25
+	VADDPS        Z25, Z24, Z8
+	VSHUFPS       $0x44, Z20, Z16, Z24
+	VSHUFPS       $0xee, Z20, Z16, Z25
+	VADDPS        Z25, Z24, Z16
+	VSHUFPS       $0x88, Z16, Z8, Z24
+	VSHUFPS       $0xdd, Z16, Z8, Z25
+	VADDPS        Z25, Z24, Z8
+	VPERMPS       Z8, Z29, Z8
+	VEXTRACTF32X4 $0x00, Z8, X24
+	MOVQ          32(BX), AX
+	VADDPS        (AX)(R9*1), X24, X24
+	VMOVUPS       X24, (AX)(R9*1)
+	VEXTRACTF32X4 $0x01, Z8, X24
+	MOVQ          72(BX), AX
+	VADDPS        (AX)(R9*1), X24, X24
+	VMOVUPS       X24, (AX)(R9*1)
+	VEXTRACTF32X4 $0x02, Z8, X24
+	MOVQ          112(BX), AX
+	VADDPS        (AX)(R9*1), X24, X24
+	VMOVUPS       X24, (AX)(R9*1)
+	VEXTRACTF32X4 $0x03, Z8, X24
+	MOVQ          152(BX), AX
+	VADDPS        (AX)(R9*1), X24, X24
+	VMOVUPS       X24, (AX)(R9*1)
+	ADDQ          $0x10, R9
+	SUBQ          $0x04, CX
+	JNZ           x4loop
+	VZEROUPPER
+	RET
+
+// func q8vnni512x2(sc *byte, data *byte, rows int, groups int, cols *[2]vnniCol8, k0 int, k1 int, k2 int, k3 int, kg int)
+// Requires: AVX, AVX512F, AVX512VL, AVX512_VNNI, MMX+
+TEXT ·q8vnni512x2(SB), NOSPLIT, $0-80
+	MOVQ         sc+0(FP), SI
+	MOVQ         data+8(FP), DI
+	MOVQ         rows+16(FP), CX
+	MOVQ         groups+24(FP), R8
+	MOVQ         cols+32(FP), BX
+	MOVQ         k0+40(FP), AX
+	KMOVW        AX, K1
+	MOVQ         k1+48(FP), AX
+	KMOVW        AX, K2
+	MOVQ         k2+56(FP), AX
+	KMOVW        AX, K4
+	MOVQ         k3+64(FP), AX
+	KMOVW        AX, K5
+	MOVQ         kg+72(FP), AX
+	KMOVW        AX, K3
+	MOVL         $0x80808080, AX
+	VPBROADCASTD AX, Z31
+	VMOVDQU32    idx80<>+0(SB), Z27
+	VMOVDQU32    idx81<>+0(SB), Z28
+	VMOVDQU32    idx82<>+0(SB), Z29
+	VMOVDQU32    idx83<>+0(SB), Z30
+	VMOVDQU32    rowperm<>+0(SB), Z26
+	LEAQ         (R8)(R8*1), R10
+	MOVQ         R8, R11
+	SHLQ         $0x05, R11
+	XORQ         R9, R9
+
+x8x2loop:
+	PREFETCHT0    2048(DI)
+	PREFETCHT0    2112(DI)
+	PREFETCHT0    2176(DI)
+	PREFETCHT0    2240(DI)
+	VCVTPH2PS.Z   (SI), K3, Y0
+	VMOVDQU32.Z   (DI), K1, Z3
+	VMOVDQU32.Z   64(DI), K2, Z4
+	VMOVDQU32.Z   128(DI), K4, Z5
+	VMOVDQU32.Z   192(DI), K5, Z6
+	VPXORD        Z31, Z3, Z3
+	VPXORD        Z31, Z4, Z4
+	VPXORD        Z31, Z5, Z5
+	VPXORD        Z31, Z6, Z6
+	ADDQ          R10, SI
+	ADDQ          R11, DI
+	MOVQ          16(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          8(BX), AX
+	MOVQ          (BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z8
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z8
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z8
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z8
+	MOVQ          48(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          40(BX), AX
+	MOVQ          32(BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z16
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z16
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z16
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z16
+	PREFETCHT0    2048(DI)
+	PREFETCHT0    2112(DI)
+	PREFETCHT0    2176(DI)
+	PREFETCHT0    2240(DI)
+	VCVTPH2PS.Z   (SI), K3, Y0
+	VMOVDQU32.Z   (DI), K1, Z3
+	VMOVDQU32.Z   64(DI), K2, Z4
+	VMOVDQU32.Z   128(DI), K4, Z5
+	VMOVDQU32.Z   192(DI), K5, Z6
+	VPXORD        Z31, Z3, Z3
+	VPXORD        Z31, Z4, Z4
+	VPXORD        Z31, Z5, Z5
+	VPXORD        Z31, Z6, Z6
+	ADDQ          R10, SI
+	ADDQ          R11, DI
+	MOVQ          16(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          8(BX), AX
+	MOVQ          (BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z9
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z9
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z9
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z9
+	MOVQ          48(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          40(BX), AX
+	MOVQ          32(BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z17
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z17
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z17
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z17
+	PREFETCHT0    2048(DI)
+	PREFETCHT0    2112(DI)
+	PREFETCHT0    2176(DI)
+	PREFETCHT0    2240(DI)
+	VCVTPH2PS.Z   (SI), K3, Y0
+	VMOVDQU32.Z   (DI), K1, Z3
+	VMOVDQU32.Z   64(DI), K2, Z4
+	VMOVDQU32.Z   128(DI), K4, Z5
+	VMOVDQU32.Z   192(DI), K5, Z6
+	VPXORD        Z31, Z3, Z3
+	VPXORD        Z31, Z4, Z4
+	VPXORD        Z31, Z5, Z5
+	VPXORD        Z31, Z6, Z6
+	ADDQ          R10, SI
+	ADDQ          R11, DI
+	MOVQ          16(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          8(BX), AX
+	MOVQ          (BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z10
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z10
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z10
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z10
+	MOVQ          48(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          40(BX), AX
+	MOVQ          32(BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z18
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z18
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z18
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z18
+	PREFETCHT0    2048(DI)
+	PREFETCHT0    2112(DI)
+	PREFETCHT0    2176(DI)
+	PREFETCHT0    2240(DI)
+	VCVTPH2PS.Z   (SI), K3, Y0
+	VMOVDQU32.Z   (DI), K1, Z3
+	VMOVDQU32.Z   64(DI), K2, Z4
+	VMOVDQU32.Z   128(DI), K4, Z5
+	VMOVDQU32.Z   192(DI), K5, Z6
+	VPXORD        Z31, Z3, Z3
+	VPXORD        Z31, Z4, Z4
+	VPXORD        Z31, Z5, Z5
+	VPXORD        Z31, Z6, Z6
+	ADDQ          R10, SI
+	ADDQ          R11, DI
+	MOVQ          16(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          8(BX), AX
+	MOVQ          (BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z11
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z11
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z11
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z11
+	MOVQ          48(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          40(BX), AX
+	MOVQ          32(BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z19
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z19
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z19
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z19
+	PREFETCHT0    2048(DI)
+	PREFETCHT0    2112(DI)
+	PREFETCHT0    2176(DI)
+	PREFETCHT0    2240(DI)
+	VCVTPH2PS.Z   (SI), K3, Y0
+	VMOVDQU32.Z   (DI), K1, Z3
+	VMOVDQU32.Z   64(DI), K2, Z4
+	VMOVDQU32.Z   128(DI), K4, Z5
+	VMOVDQU32.Z   192(DI), K5, Z6
+	VPXORD        Z31, Z3, Z3
+	VPXORD        Z31, Z4, Z4
+	VPXORD        Z31, Z5, Z5
+	VPXORD        Z31, Z6, Z6
+	ADDQ          R10, SI
+	ADDQ          R11, DI
+	MOVQ          16(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          8(BX), AX
+	MOVQ          (BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z12
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z12
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z12
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z12
+	MOVQ          48(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          40(BX), AX
+	MOVQ          32(BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z20
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z20
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z20
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z20
+	PREFETCHT0    2048(DI)
+	PREFETCHT0    2112(DI)
+	PREFETCHT0    2176(DI)
+	PREFETCHT0    2240(DI)
+	VCVTPH2PS.Z   (SI), K3, Y0
+	VMOVDQU32.Z   (DI), K1, Z3
+	VMOVDQU32.Z   64(DI), K2, Z4
+	VMOVDQU32.Z   128(DI), K4, Z5
+	VMOVDQU32.Z   192(DI), K5, Z6
+	VPXORD        Z31, Z3, Z3
+	VPXORD        Z31, Z4, Z4
+	VPXORD        Z31, Z5, Z5
+	VPXORD        Z31, Z6, Z6
+	ADDQ          R10, SI
+	ADDQ          R11, DI
+	MOVQ          16(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          8(BX), AX
+	MOVQ          (BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z13
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z13
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z13
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z13
+	MOVQ          48(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          40(BX), AX
+	MOVQ          32(BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z21
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z21
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z21
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z21
+	PREFETCHT0    2048(DI)
+	PREFETCHT0    2112(DI)
+	PREFETCHT0    2176(DI)
+	PREFETCHT0    2240(DI)
+	VCVTPH2PS.Z   (SI), K3, Y0
+	VMOVDQU32.Z   (DI), K1, Z3
+	VMOVDQU32.Z   64(DI), K2, Z4
+	VMOVDQU32.Z   128(DI), K4, Z5
+	VMOVDQU32.Z   192(DI), K5, Z6
+	VPXORD        Z31, Z3, Z3
+	VPXORD        Z31, Z4, Z4
+	VPXORD        Z31, Z5, Z5
+	VPXORD        Z31, Z6, Z6
+	ADDQ          R10, SI
+	ADDQ          R11, DI
+	MOVQ          16(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          8(BX), AX
+	MOVQ          (BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z14
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z14
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z14
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z14
+	MOVQ          48(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          40(BX), AX
+	MOVQ          32(BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z22
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z22
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z22
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z22
+	PREFETCHT0    2048(DI)
+	PREFETCHT0    2112(DI)
+	PREFETCHT0    2176(DI)
+	PREFETCHT0    2240(DI)
+	VCVTPH2PS.Z   (SI), K3, Y0
+	VMOVDQU32.Z   (DI), K1, Z3
+	VMOVDQU32.Z   64(DI), K2, Z4
+	VMOVDQU32.Z   128(DI), K4, Z5
+	VMOVDQU32.Z   192(DI), K5, Z6
+	VPXORD        Z31, Z3, Z3
+	VPXORD        Z31, Z4, Z4
+	VPXORD        Z31, Z5, Z5
+	VPXORD        Z31, Z6, Z6
+	ADDQ          R10, SI
+	ADDQ          R11, DI
+	MOVQ          16(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          8(BX), AX
+	MOVQ          (BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z15
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z15
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z15
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z15
+	MOVQ          48(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          40(BX), AX
+	MOVQ          32(BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z23
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z23
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z23
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z23
+	VSHUFF64X2    $0x44, Z9, Z8, Z24
+	VSHUFF64X2    $0xee, Z9, Z8, Z25
+	VADDPS        Z25, Z24, Z8
+	VSHUFF64X2    $0x44, Z11, Z10, Z24
+	VSHUFF64X2    $0xee, Z11, Z10, Z25
+	VADDPS        Z25, Z24, Z10
+	VSHUFF64X2    $0x44, Z13, Z12, Z24
+	VSHUFF64X2    $0xee, Z13, Z12, Z25
+	VADDPS        Z25, Z24, Z12
+	VSHUFF64X2    $0x44, Z15, Z14, Z24
+	VSHUFF64X2    $0xee, Z15, Z14, Z25
+	VADDPS        Z25, Z24, Z14
+	VSHUFF64X2    $0x44, Z17, Z16, Z24
+	VSHUFF64X2    $0xee, Z17, Z16, Z25
+	VADDPS        Z25, Z24, Z16
+	VSHUFF64X2    $0x44, Z19, Z18, Z24
+	VSHUFF64X2    $0xee, Z19, Z18, Z25
+	VADDPS        Z25, Z24, Z18
+	VSHUFF64X2    $0x44, Z21, Z20, Z24
+	VSHUFF64X2    $0xee, Z21, Z20, Z25
+	VADDPS        Z25, Z24, Z20
+	VSHUFF64X2    $0x44, Z23, Z22, Z24
+	VSHUFF64X2    $0xee, Z23, Z22, Z25
+	VADDPS        Z25, Z24, Z22
+	VSHUFF64X2    $0x88, Z10, Z8, Z24
+	VSHUFF64X2    $0xdd, Z10, Z8, Z25
+	VADDPS        Z25, Z24, Z8
+	VSHUFF64X2    $0x88, Z14, Z12, Z24
+	VSHUFF64X2    $0xdd, Z14, Z12, Z25
+	VADDPS        Z25, Z24, Z12
+	VSHUFF64X2    $0x88, Z18, Z16, Z24
+	VSHUFF64X2    $0xdd, Z18, Z16, Z25
+	VADDPS        Z25, Z24, Z16
+	VSHUFF64X2    $0x88, Z22, Z20, Z24
+	VSHUFF64X2    $0xdd, Z22, Z20, Z25
+	VADDPS        Z25, Z24, Z20
+	VSHUFPS       $0x44, Z12, Z8, Z24
+	VSHUFPS       $0xee, Z12, Z8, Z25
+	VADDPS        Z25, Z24, Z8
+	VSHUFPS       $0x44, Z20, Z16, Z24
+	VSHUFPS       $0xee, Z20, Z16, Z25
+	VADDPS        Z25, Z24, Z16
+	VSHUFPS       $0x88, Z16, Z8, Z24
+	VSHUFPS       $0xdd, Z16, Z8, Z25
+	VADDPS        Z25, Z24, Z8
+	VPERMPS       Z8, Z26, Z8
+	VEXTRACTF64X4 $0x00, Z8, Y24
+	MOVQ          24(BX), AX
+	VADDPS        (AX)(R9*1), Y24, Y24
+	VMOVUPS       Y24, (AX)(R9*1)
+	VEXTRACTF64X4 $0x01, Z8, Y24
+	MOVQ          56(BX), AX
+	VADDPS        (AX)(R9*1), Y24, Y24
+	VMOVUPS       Y24, (AX)(R9*1)
+	ADDQ          $0x20, R9
+	SUBQ          $0x08, CX
+	JNZ           x8x2loop
+	VZEROUPPER
+	RET
+
+// func q8vnni512x3(sc *byte, data *byte, rows int, groups int, cols *[3]vnniCol8, k0 int, k1 int, k2 int, k3 int, kg int)
+// Requires: AVX, AVX512F, AVX512VL, AVX512_VNNI, MMX+
+TEXT ·q8vnni512x3(SB), NOSPLIT, $0-80
+	MOVQ         sc+0(FP), SI
+	MOVQ         data+8(FP), DI
+	MOVQ         rows+16(FP), CX
+	MOVQ         groups+24(FP), R8
+	MOVQ         cols+32(FP), BX
+	MOVQ         k0+40(FP), AX
+	KMOVW        AX, K1
+	MOVQ         k1+48(FP), AX
+	KMOVW        AX, K2
+	MOVQ         k2+56(FP), AX
+	KMOVW        AX, K4
+	MOVQ         k3+64(FP), AX
+	KMOVW        AX, K5
+	MOVQ         kg+72(FP), AX
+	KMOVW        AX, K3
+	MOVL         $0x80808080, AX
+	VPBROADCASTD AX, Z31
+	VMOVDQU32    idx80<>+0(SB), Z27
+	VMOVDQU32    idx81<>+0(SB), Z28
+	VMOVDQU32    idx82<>+0(SB), Z29
+	VMOVDQU32    idx83<>+0(SB), Z30
+	VMOVDQU32    rowperm<>+0(SB), Z26
+	LEAQ         (R8)(R8*1), R10
+	MOVQ         R8, R11
+	SHLQ         $0x05, R11
+	XORQ         R9, R9
+	VPXORD       Z20, Z20, Z20
+	VPXORD       Z21, Z21, Z21
+	VPXORD       Z22, Z22, Z22
+	VPXORD       Z23, Z23, Z23
+
+x8x3loop:
+	PREFETCHT0    2048(DI)
+	PREFETCHT0    2112(DI)
+	PREFETCHT0    2176(DI)
+	PREFETCHT0    2240(DI)
+	VCVTPH2PS.Z   (SI), K3, Y0
+	VMOVDQU32.Z   (DI), K1, Z3
+	VMOVDQU32.Z   64(DI), K2, Z4
+	VMOVDQU32.Z   128(DI), K4, Z5
+	VMOVDQU32.Z   192(DI), K5, Z6
+	VPXORD        Z31, Z3, Z3
+	VPXORD        Z31, Z4, Z4
+	VPXORD        Z31, Z5, Z5
+	VPXORD        Z31, Z6, Z6
+	ADDQ          R10, SI
+	ADDQ          R11, DI
+	MOVQ          16(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          8(BX), AX
+	MOVQ          (BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z8
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z8
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z8
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z8
+	MOVQ          48(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          40(BX), AX
+	MOVQ          32(BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z12
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z12
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z12
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z12
+	MOVQ          80(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          72(BX), AX
+	MOVQ          64(BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z16
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z16
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z16
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z16
+	PREFETCHT0    2048(DI)
+	PREFETCHT0    2112(DI)
+	PREFETCHT0    2176(DI)
+	PREFETCHT0    2240(DI)
+	VCVTPH2PS.Z   (SI), K3, Y0
+	VMOVDQU32.Z   (DI), K1, Z3
+	VMOVDQU32.Z   64(DI), K2, Z4
+	VMOVDQU32.Z   128(DI), K4, Z5
+	VMOVDQU32.Z   192(DI), K5, Z6
+	VPXORD        Z31, Z3, Z3
+	VPXORD        Z31, Z4, Z4
+	VPXORD        Z31, Z5, Z5
+	VPXORD        Z31, Z6, Z6
+	ADDQ          R10, SI
+	ADDQ          R11, DI
+	MOVQ          16(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          8(BX), AX
+	MOVQ          (BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z9
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z9
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z9
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z9
+	MOVQ          48(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          40(BX), AX
+	MOVQ          32(BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z13
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z13
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z13
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z13
+	MOVQ          80(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          72(BX), AX
+	MOVQ          64(BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z17
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z17
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z17
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z17
+	PREFETCHT0    2048(DI)
+	PREFETCHT0    2112(DI)
+	PREFETCHT0    2176(DI)
+	PREFETCHT0    2240(DI)
+	VCVTPH2PS.Z   (SI), K3, Y0
+	VMOVDQU32.Z   (DI), K1, Z3
+	VMOVDQU32.Z   64(DI), K2, Z4
+	VMOVDQU32.Z   128(DI), K4, Z5
+	VMOVDQU32.Z   192(DI), K5, Z6
+	VPXORD        Z31, Z3, Z3
+	VPXORD        Z31, Z4, Z4
+	VPXORD        Z31, Z5, Z5
+	VPXORD        Z31, Z6, Z6
+	ADDQ          R10, SI
+	ADDQ          R11, DI
+	MOVQ          16(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          8(BX), AX
+	MOVQ          (BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z10
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z10
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z10
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z10
+	MOVQ          48(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          40(BX), AX
+	MOVQ          32(BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z14
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z14
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z14
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z14
+	MOVQ          80(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          72(BX), AX
+	MOVQ          64(BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z18
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z18
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z18
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z18
+	PREFETCHT0    2048(DI)
+	PREFETCHT0    2112(DI)
+	PREFETCHT0    2176(DI)
+	PREFETCHT0    2240(DI)
+	VCVTPH2PS.Z   (SI), K3, Y0
+	VMOVDQU32.Z   (DI), K1, Z3
+	VMOVDQU32.Z   64(DI), K2, Z4
+	VMOVDQU32.Z   128(DI), K4, Z5
+	VMOVDQU32.Z   192(DI), K5, Z6
+	VPXORD        Z31, Z3, Z3
+	VPXORD        Z31, Z4, Z4
+	VPXORD        Z31, Z5, Z5
+	VPXORD        Z31, Z6, Z6
+	ADDQ          R10, SI
+	ADDQ          R11, DI
+	MOVQ          16(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          8(BX), AX
+	MOVQ          (BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z11
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z11
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z11
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z11
+	MOVQ          48(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          40(BX), AX
+	MOVQ          32(BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z15
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z15
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z15
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z15
+	MOVQ          80(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          72(BX), AX
+	MOVQ          64(BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z19
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z19
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z19
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z19
+	VSHUFF64X2    $0x44, Z9, Z8, Z24
+	VSHUFF64X2    $0xee, Z9, Z8, Z25
+	VADDPS        Z25, Z24, Z8
+	VSHUFF64X2    $0x44, Z11, Z10, Z24
+	VSHUFF64X2    $0xee, Z11, Z10, Z25
+	VADDPS        Z25, Z24, Z10
+	VSHUFF64X2    $0x44, Z13, Z12, Z24
+	VSHUFF64X2    $0xee, Z13, Z12, Z25
+	VADDPS        Z25, Z24, Z12
+	VSHUFF64X2    $0x44, Z15, Z14, Z24
+	VSHUFF64X2    $0xee, Z15, Z14, Z25
+	VADDPS        Z25, Z24, Z14
+	VSHUFF64X2    $0x44, Z17, Z16, Z24
+	VSHUFF64X2    $0xee, Z17, Z16, Z25
+	VADDPS        Z25, Z24, Z16
+	VSHUFF64X2    $0x44, Z19, Z18, Z24
+	VSHUFF64X2    $0xee, Z19, Z18, Z25
+	VADDPS        Z25, Z24, Z18
+	VSHUFF64X2    $0x44, Z21, Z20, Z24
+	VSHUFF64X2    $0xee, Z21, Z20, Z25
+	VADDPS        Z25, Z24, Z20
+	VSHUFF64X2    $0x44, Z23, Z22, Z24
+	VSHUFF64X2    $0xee, Z23, Z22, Z25
+	VADDPS        Z25, Z24, Z22
+	VSHUFF64X2    $0x88, Z10, Z8, Z24
+	VSHUFF64X2    $0xdd, Z10, Z8, Z25
+	VADDPS        Z25, Z24, Z8
+	VSHUFF64X2    $0x88, Z14, Z12, Z24
+	VSHUFF64X2    $0xdd, Z14, Z12, Z25
+	VADDPS        Z25, Z24, Z12
+	VSHUFF64X2    $0x88, Z18, Z16, Z24
+	VSHUFF64X2    $0xdd, Z18, Z16, Z25
+	VADDPS        Z25, Z24, Z16
+	VSHUFF64X2    $0x88, Z22, Z20, Z24
+	VSHUFF64X2    $0xdd, Z22, Z20, Z25
+	VADDPS        Z25, Z24, Z20
+	VSHUFPS       $0x44, Z12, Z8, Z24
+	VSHUFPS       $0xee, Z12, Z8, Z25
+	VADDPS        Z25, Z24, Z8
+	VSHUFPS       $0x44, Z20, Z16, Z24
+	VSHUFPS       $0xee, Z20, Z16, Z25
+	VADDPS        Z25, Z24, Z16
+	VSHUFPS       $0x88, Z16, Z8, Z24
+	VSHUFPS       $0xdd, Z16, Z8, Z25
+	VADDPS        Z25, Z24, Z8
+	VPERMPS       Z8, Z26, Z8
+	VEXTRACTF32X4 $0x00, Z8, X24
+	MOVQ          24(BX), AX
+	VADDPS        (AX)(R9*1), X24, X24
+	VMOVUPS       X24, (AX)(R9*1)
+	VEXTRACTF32X4 $0x01, Z8, X24
+	MOVQ          56(BX), AX
+	VADDPS        (AX)(R9*1), X24, X24
+	VMOVUPS       X24, (AX)(R9*1)
+	VEXTRACTF32X4 $0x02, Z8, X24
+	MOVQ          88(BX), AX
+	VADDPS        (AX)(R9*1), X24, X24
+	VMOVUPS       X24, (AX)(R9*1)
+	ADDQ          $0x10, R9
+	SUBQ          $0x04, CX
+	JNZ           x8x3loop
+	VZEROUPPER
+	RET
+
+// func q8vnni512x4(sc *byte, data *byte, rows int, groups int, cols *[4]vnniCol8, k0 int, k1 int, k2 int, k3 int, kg int)
+// Requires: AVX, AVX512F, AVX512VL, AVX512_VNNI, MMX+
+TEXT ·q8vnni512x4(SB), NOSPLIT, $0-80
+	MOVQ         sc+0(FP), SI
+	MOVQ         data+8(FP), DI
+	MOVQ         rows+16(FP), CX
+	MOVQ         groups+24(FP), R8
+	MOVQ         cols+32(FP), BX
+	MOVQ         k0+40(FP), AX
+	KMOVW        AX, K1
+	MOVQ         k1+48(FP), AX
+	KMOVW        AX, K2
+	MOVQ         k2+56(FP), AX
+	KMOVW        AX, K4
+	MOVQ         k3+64(FP), AX
+	KMOVW        AX, K5
+	MOVQ         kg+72(FP), AX
+	KMOVW        AX, K3
+	MOVL         $0x80808080, AX
+	VPBROADCASTD AX, Z31
+	VMOVDQU32    idx80<>+0(SB), Z27
+	VMOVDQU32    idx81<>+0(SB), Z28
+	VMOVDQU32    idx82<>+0(SB), Z29
+	VMOVDQU32    idx83<>+0(SB), Z30
+	VMOVDQU32    rowperm<>+0(SB), Z26
+	LEAQ         (R8)(R8*1), R10
+	MOVQ         R8, R11
+	SHLQ         $0x05, R11
+	XORQ         R9, R9
+
+x8loop:
+	PREFETCHT0    2048(DI)
+	PREFETCHT0    2112(DI)
+	PREFETCHT0    2176(DI)
+	PREFETCHT0    2240(DI)
+	VCVTPH2PS.Z   (SI), K3, Y0
+	VMOVDQU32.Z   (DI), K1, Z3
+	VMOVDQU32.Z   64(DI), K2, Z4
+	VMOVDQU32.Z   128(DI), K4, Z5
+	VMOVDQU32.Z   192(DI), K5, Z6
+	VPXORD        Z31, Z3, Z3
+	VPXORD        Z31, Z4, Z4
+	VPXORD        Z31, Z5, Z5
+	VPXORD        Z31, Z6, Z6
+	ADDQ          R10, SI
+	ADDQ          R11, DI
+	MOVQ          16(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          8(BX), AX
+	MOVQ          (BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z8
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z8
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z8
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z8
+	MOVQ          48(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          40(BX), AX
+	MOVQ          32(BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z12
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z12
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z12
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z12
+	MOVQ          80(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          72(BX), AX
+	MOVQ          64(BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z16
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z16
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z16
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z16
+	MOVQ          112(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          104(BX), AX
+	MOVQ          96(BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z20
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z20
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z20
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z20
+	PREFETCHT0    2048(DI)
+	PREFETCHT0    2112(DI)
+	PREFETCHT0    2176(DI)
+	PREFETCHT0    2240(DI)
+	VCVTPH2PS.Z   (SI), K3, Y0
+	VMOVDQU32.Z   (DI), K1, Z3
+	VMOVDQU32.Z   64(DI), K2, Z4
+	VMOVDQU32.Z   128(DI), K4, Z5
+	VMOVDQU32.Z   192(DI), K5, Z6
+	VPXORD        Z31, Z3, Z3
+	VPXORD        Z31, Z4, Z4
+	VPXORD        Z31, Z5, Z5
+	VPXORD        Z31, Z6, Z6
+	ADDQ          R10, SI
+	ADDQ          R11, DI
+	MOVQ          16(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          8(BX), AX
+	MOVQ          (BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z9
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z9
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z9
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z9
+	MOVQ          48(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          40(BX), AX
+	MOVQ          32(BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z13
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z13
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z13
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z13
+	MOVQ          80(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          72(BX), AX
+	MOVQ          64(BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z17
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z17
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z17
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z17
+	MOVQ          112(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          104(BX), AX
+	MOVQ          96(BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z21
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z21
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z21
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z21
+	PREFETCHT0    2048(DI)
+	PREFETCHT0    2112(DI)
+	PREFETCHT0    2176(DI)
+	PREFETCHT0    2240(DI)
+	VCVTPH2PS.Z   (SI), K3, Y0
+	VMOVDQU32.Z   (DI), K1, Z3
+	VMOVDQU32.Z   64(DI), K2, Z4
+	VMOVDQU32.Z   128(DI), K4, Z5
+	VMOVDQU32.Z   192(DI), K5, Z6
+	VPXORD        Z31, Z3, Z3
+	VPXORD        Z31, Z4, Z4
+	VPXORD        Z31, Z5, Z5
+	VPXORD        Z31, Z6, Z6
+	ADDQ          R10, SI
+	ADDQ          R11, DI
+	MOVQ          16(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          8(BX), AX
+	MOVQ          (BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z10
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z10
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z10
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z10
+	MOVQ          48(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          40(BX), AX
+	MOVQ          32(BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z14
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z14
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z14
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z14
+	MOVQ          80(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          72(BX), AX
+	MOVQ          64(BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z18
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z18
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z18
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z18
+	MOVQ          112(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          104(BX), AX
+	MOVQ          96(BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z22
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z22
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z22
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z22
+	PREFETCHT0    2048(DI)
+	PREFETCHT0    2112(DI)
+	PREFETCHT0    2176(DI)
+	PREFETCHT0    2240(DI)
+	VCVTPH2PS.Z   (SI), K3, Y0
+	VMOVDQU32.Z   (DI), K1, Z3
+	VMOVDQU32.Z   64(DI), K2, Z4
+	VMOVDQU32.Z   128(DI), K4, Z5
+	VMOVDQU32.Z   192(DI), K5, Z6
+	VPXORD        Z31, Z3, Z3
+	VPXORD        Z31, Z4, Z4
+	VPXORD        Z31, Z5, Z5
+	VPXORD        Z31, Z6, Z6
+	ADDQ          R10, SI
+	ADDQ          R11, DI
+	MOVQ          16(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          8(BX), AX
+	MOVQ          (BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z11
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z11
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z11
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z11
+	MOVQ          48(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          40(BX), AX
+	MOVQ          32(BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z15
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z15
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z15
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z15
+	MOVQ          80(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          72(BX), AX
+	MOVQ          64(BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z19
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z19
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z19
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z19
+	MOVQ          112(BX), AX
+	VMULPS        (AX), Y0, Y2
+	MOVQ          104(BX), AX
+	MOVQ          96(BX), DX
+	VMOVDQU32.Z   (AX), K1, Z7
+	VPDPBUSD      (DX), Z3, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z27, Z1
+	VMULPS        Z1, Z7, Z23
+	VMOVDQU32.Z   64(AX), K2, Z7
+	VPDPBUSD      64(DX), Z4, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z28, Z1
+	VFMADD231PS   Z1, Z7, Z23
+	VMOVDQU32.Z   128(AX), K4, Z7
+	VPDPBUSD      128(DX), Z5, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z29, Z1
+	VFMADD231PS   Z1, Z7, Z23
+	VMOVDQU32.Z   192(AX), K5, Z7
+	VPDPBUSD      192(DX), Z6, Z7
+	VCVTDQ2PS     Z7, Z7
+	VPERMPS       Z2, Z30, Z1
+	VFMADD231PS   Z1, Z7, Z23
+	VSHUFF64X2    $0x44, Z9, Z8, Z24
+	VSHUFF64X2    $0xee, Z9, Z8, Z25
+	VADDPS        Z25, Z24, Z8
+	VSHUFF64X2    $0x44, Z11, Z10, Z24
+	VSHUFF64X2    $0xee, Z11, Z10, Z25
+	VADDPS        Z25, Z24, Z10
+	VSHUFF64X2    $0x44, Z13, Z12, Z24
+	VSHUFF64X2    $0xee, Z13, Z12, Z25
+	VADDPS        Z25, Z24, Z12
+	VSHUFF64X2    $0x44, Z15, Z14, Z24
+	VSHUFF64X2    $0xee, Z15, Z14, Z25
+	VADDPS        Z25, Z24, Z14
+	VSHUFF64X2    $0x44, Z17, Z16, Z24
+	VSHUFF64X2    $0xee, Z17, Z16, Z25
+	VADDPS        Z25, Z24, Z16
+	VSHUFF64X2    $0x44, Z19, Z18, Z24
+	VSHUFF64X2    $0xee, Z19, Z18, Z25
+	VADDPS        Z25, Z24, Z18
+	VSHUFF64X2    $0x44, Z21, Z20, Z24
+	VSHUFF64X2    $0xee, Z21, Z20, Z25
+	VADDPS        Z25, Z24, Z20
+	VSHUFF64X2    $0x44, Z23, Z22, Z24
+	VSHUFF64X2    $0xee, Z23, Z22, Z25
+	VADDPS        Z25, Z24, Z22
+	VSHUFF64X2    $0x88, Z10, Z8, Z24
+	VSHUFF64X2    $0xdd, Z10, Z8, Z25
+	VADDPS        Z25, Z24, Z8
+	VSHUFF64X2    $0x88, Z14, Z12, Z24
+	VSHUFF64X2    $0xdd, Z14, Z12, Z25
+	VADDPS        Z25, Z24, Z12
+	VSHUFF64X2    $0x88, Z18, Z16, Z24
+	VSHUFF64X2    $0xdd, Z18, Z16, Z25
+	VADDPS        Z25, Z24, Z16
+	VSHUFF64X2    $0x88, Z22, Z20, Z24
+	VSHUFF64X2    $0xdd, Z22, Z20, Z25
+	VADDPS        Z25, Z24, Z20
+	VSHUFPS       $0x44, Z12, Z8, Z24
+	VSHUFPS       $0xee, Z12, Z8, Z25
+	VADDPS        Z25, Z24, Z8
+	VSHUFPS       $0x44, Z20, Z16, Z24
+	VSHUFPS       $0xee, Z20, Z16, Z25
+	VADDPS        Z25, Z24, Z16
+	VSHUFPS       $0x88, Z16, Z8, Z24
+	VSHUFPS       $0xdd, Z16, Z8, Z25
+	VADDPS        Z25, Z24, Z8
+	VPERMPS       Z8, Z26, Z8
+	VEXTRACTF32X4 $0x00, Z8, X24
+	MOVQ          24(BX), AX
+	VADDPS        (AX)(R9*1), X24, X24
+	VMOVUPS       X24, (AX)(R9*1)
+	VEXTRACTF32X4 $0x01, Z8, X24
+	MOVQ          56(BX), AX
+	VADDPS        (AX)(R9*1), X24, X24
+	VMOVUPS       X24, (AX)(R9*1)
+	VEXTRACTF32X4 $0x02, Z8, X24
+	MOVQ          88(BX), AX
+	VADDPS        (AX)(R9*1), X24, X24
+	VMOVUPS       X24, (AX)(R9*1)
+	VEXTRACTF32X4 $0x03, Z8, X24
+	MOVQ          120(BX), AX
+	VADDPS        (AX)(R9*1), X24, X24
+	VMOVUPS       X24, (AX)(R9*1)
+	ADDQ          $0x10, R9
+	SUBQ          $0x04, CX
+	JNZ           x8loop
+	VZEROUPPER
+	RET

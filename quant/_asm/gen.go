@@ -28,9 +28,9 @@ type gen struct {
 const quantPath = "github.com/cflow-dev/cflow/quant"
 
 // newGen starts a file built for !noasm. The signatures are resolved
-// against a hand-made types.Package holding quant's vnniCol rather than
-// the real package (avo's Package loads it with go/packages), so the
-// generator still runs while quant does not compile, e.g. with its
+// against a hand-made types.Package holding quant's vnniCol and vnniCol8
+// rather than the real package (avo's Package loads it with go/packages),
+// so the generator still runs while quant does not compile, e.g. with its
 // generated stubs deleted.
 func newGen() *gen {
 	pkg := types.NewPackage(quantPath, "quant")
@@ -40,9 +40,15 @@ func newGen() *gen {
 		field("xl", ptr(types.Int8)), field("xh", ptr(types.Int8)), field("c4", ptr(types.Int32)),
 		field("dx", ptr(types.Float32)), field("y", ptr(types.Float32)),
 	}, nil)
-	name := types.NewTypeName(token.NoPos, pkg, "vnniCol", nil)
-	types.NewNamed(name, col, nil)
-	pkg.Scope().Insert(name)
+	col8 := types.NewStruct([]*types.Var{
+		field("x8", ptr(types.Int8)), field("c8", ptr(types.Int32)),
+		field("dx", ptr(types.Float32)), field("y", ptr(types.Float32)),
+	}, nil)
+	for n, st := range map[string]*types.Struct{"vnniCol": col, "vnniCol8": col8} {
+		name := types.NewTypeName(token.NoPos, pkg, n, nil)
+		types.NewNamed(name, st, nil)
+		pkg.Scope().Insert(name)
+	}
 	g := &gen{Context: build.NewContext(), pkg: pkg}
 	g.ConstraintExpr("!noasm")
 	return g

@@ -28,6 +28,7 @@ func vnniFamily(g *gen) {
 	g.q4vnni512pair(t)
 	g.q8vnni512(t)
 	g.quantize512()
+	g.vnniBatch(t)
 }
 
 // vnniTables are the family's file-static constants.
