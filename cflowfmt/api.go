@@ -46,6 +46,10 @@ func NewLayerSums(layers int) LayerSums { return tileimage.NewLayerSums(layers) 
 // order tiles are hashed in.
 func TileSum(th *TileHeader, t *quant.Tile) uint64 { return tileimage.TileSum(th, t) }
 
+// TileSums sets out[i] to TileSum(&ths[i], &ts[i]) for every tile, hashing
+// runs of same-size tiles (a stripe's) about four times as fast.
+func TileSums(ths []TileHeader, ts []quant.Tile, out []uint64) { tileimage.TileSums(ths, ts, out) }
+
 // StoredSums decodes KeyLayerChecksums; ok is false for files written before
 // checksums existed, which still load (inspect --check says so).
 func StoredSums(md *Metadata) (s LayerSums, ok bool) { return tileimage.StoredSums(md) }

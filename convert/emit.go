@@ -174,10 +174,12 @@ func (e *emitter) run(ctx context.Context) error {
 // each for the file's checksums, so the writer only copies bytes.
 func encodeJob(j *job, scratch []float32, bufs *sync.Pool) {
 	quantizeJob(j, scratch, bufs)
-	j.sums = make([]uint64, len(j.tiles))
+	ths := make([]cflowfmt.TileHeader, len(j.ops))
 	for i, o := range j.ops {
-		j.sums[i] = cflowfmt.TileSum(&o.th, &j.tiles[i])
+		ths[i] = o.th
 	}
+	j.sums = make([]uint64, len(j.tiles))
+	cflowfmt.TileSums(ths, j.tiles, j.sums)
 }
 
 func quantizeJob(j *job, scratch []float32, bufs *sync.Pool) {

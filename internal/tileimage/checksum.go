@@ -55,6 +55,58 @@ func TileSum(th *TileHeader, t *quant.Tile) uint64 {
 	return h.Sum64()
 }
 
+// TileSums sets out[i] to TileSum(&ths[i], &ts[i]) for every tile. Runs of
+// four tiles of one size (a stripe's tiles, as a converter quantizes them)
+// are hashed in one pass with their four FNV chains interleaved: a chain
+// waits on its multiply at every byte, so four side by side run about
+// four times as fast as one after another.
+func TileSums(ths []TileHeader, ts []quant.Tile, out []uint64) {
+	for i := 0; i < len(ts); {
+		if i+4 > len(ts) || !sameSizes(ts[i:i+4]) {
+			out[i] = TileSum(&ths[i], &ts[i])
+			i++
+			continue
+		}
+		var hb [4][TileHeaderSize]byte
+		h := [4]uint64{fnvOffset, fnvOffset, fnvOffset, fnvOffset}
+		for k := range hb {
+			ths[i+k].Put(hb[k][:])
+		}
+		fnv4(&h, hb[0][:], hb[1][:], hb[2][:], hb[3][:])
+		fnv4(&h, ts[i].Scales, ts[i+1].Scales, ts[i+2].Scales, ts[i+3].Scales)
+		fnv4(&h, ts[i].Data, ts[i+1].Data, ts[i+2].Data, ts[i+3].Data)
+		copy(out[i:i+4], h[:])
+		i += 4
+	}
+}
+
+const (
+	fnvOffset = 14695981039346656037 // FNV-1a-64's offset basis (hash/fnv)
+	fnvPrime  = 1099511628211
+)
+
+func sameSizes(ts []quant.Tile) bool {
+	for _, t := range ts[1:] {
+		if len(t.Scales) != len(ts[0].Scales) || len(t.Data) != len(ts[0].Data) {
+			return false
+		}
+	}
+	return true
+}
+
+// fnv4 continues four FNV-1a-64 chains over four slices of a's length.
+func fnv4(h *[4]uint64, a, b, c, d []byte) {
+	b, c, d = b[:len(a)], c[:len(a)], d[:len(a)]
+	h0, h1, h2, h3 := h[0], h[1], h[2], h[3]
+	for i := range a {
+		h0 = (h0 ^ uint64(a[i])) * fnvPrime
+		h1 = (h1 ^ uint64(b[i])) * fnvPrime
+		h2 = (h2 ^ uint64(c[i])) * fnvPrime
+		h3 = (h3 ^ uint64(d[i])) * fnvPrime
+	}
+	h[0], h[1], h[2], h[3] = h0, h1, h2, h3
+}
+
 // Bytes encodes the sums as the metadata value (little-endian u64 each).
 func (s LayerSums) Bytes() []byte {
 	b := make([]byte, 0, 8*len(s))
