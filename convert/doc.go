@@ -1,7 +1,8 @@
 // Package convert turns training checkpoints (Hugging Face safetensors
 // directories, GGUF files and llama2.c legacy .bin files) into .cflow and
 // .vflow files whose tiles sit in the order the runtime reads them. A GGUF
-// (source_gguf.go; llama, qwen2, qwen3) is read back into the checkpoint it
+// (source_gguf.go; llama, qwen2, qwen3, qwen3moe with its stacked experts
+// split into the bank) is read back into the checkpoint it
 // was made from: HF tensor names, a config from its ARCH.* keys (any other
 // ARCH.* key refused by name), the llama architecture's permuted q/k rows
 // viewed back in split-half order, F32/F16/BF16 tensors as they are, Q8_0

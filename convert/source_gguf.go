@@ -28,27 +28,39 @@ var ggufArchs = map[string]ggufArch{
 	"llama": {"LlamaForCausalLM", "llama", true},
 	"qwen2": {"Qwen2ForCausalLM", "qwen2", false},
 	"qwen3": {"Qwen3ForCausalLM", "qwen3", false},
+	// qwen3moe: llama.cpp's graph renormalizes the top-k weights after a
+	// softmax (build_moe_ffn with norm_w), i.e. norm_topk_prob.
+	"qwen3moe": {"Qwen3MoeForCausalLM", "qwen3_moe", false},
 }
 
 // ggufTensorNames map llama.cpp's per-layer tensor names (blk.N.X) back to
 // Hugging Face's (model.layers.N.Y), and its global ones; a name not here
 // is refused by name.
 var ggufTensorNames = map[string]string{
-	"attn_norm.weight":   "input_layernorm.weight",
-	"attn_q.weight":      "self_attn.q_proj.weight",
-	"attn_k.weight":      "self_attn.k_proj.weight",
-	"attn_v.weight":      "self_attn.v_proj.weight",
-	"attn_output.weight": "self_attn.o_proj.weight",
-	"attn_q.bias":        "self_attn.q_proj.bias",
-	"attn_k.bias":        "self_attn.k_proj.bias",
-	"attn_v.bias":        "self_attn.v_proj.bias",
-	"attn_output.bias":   "self_attn.o_proj.bias",
-	"attn_q_norm.weight": "self_attn.q_norm.weight",
-	"attn_k_norm.weight": "self_attn.k_norm.weight",
-	"ffn_norm.weight":    "post_attention_layernorm.weight",
-	"ffn_gate.weight":    "mlp.gate_proj.weight",
-	"ffn_up.weight":      "mlp.up_proj.weight",
-	"ffn_down.weight":    "mlp.down_proj.weight",
+	"attn_norm.weight":    "input_layernorm.weight",
+	"attn_q.weight":       "self_attn.q_proj.weight",
+	"attn_k.weight":       "self_attn.k_proj.weight",
+	"attn_v.weight":       "self_attn.v_proj.weight",
+	"attn_output.weight":  "self_attn.o_proj.weight",
+	"attn_q.bias":         "self_attn.q_proj.bias",
+	"attn_k.bias":         "self_attn.k_proj.bias",
+	"attn_v.bias":         "self_attn.v_proj.bias",
+	"attn_output.bias":    "self_attn.o_proj.bias",
+	"attn_q_norm.weight":  "self_attn.q_norm.weight",
+	"attn_k_norm.weight":  "self_attn.k_norm.weight",
+	"ffn_norm.weight":     "post_attention_layernorm.weight",
+	"ffn_gate.weight":     "mlp.gate_proj.weight",
+	"ffn_up.weight":       "mlp.up_proj.weight",
+	"ffn_down.weight":     "mlp.down_proj.weight",
+	"ffn_gate_inp.weight": "mlp.gate.weight",
+}
+
+// ggufExpertNames are the stacked expert tensors (ne2 = experts), split
+// into the expert bank's per-expert HF names.
+var ggufExpertNames = map[string]string{
+	"ffn_gate_exps.weight": "gate_proj.weight",
+	"ffn_up_exps.weight":   "up_proj.weight",
+	"ffn_down_exps.weight": "down_proj.weight",
 }
 
 var ggufGlobalNames = map[string]string{
@@ -139,7 +151,7 @@ func (s *source) ggufConfig(f *gguf.File) error {
 	}
 	a, ok := ggufArchs[archName]
 	if !ok {
-		return fmt.Errorf("gguf: general.architecture %q is not imported (cflow imports llama, qwen2, qwen3)", archName)
+		return fmt.Errorf("gguf: general.architecture %q is not imported (cflow imports llama, qwen2, qwen3, qwen3moe)", archName)
 	}
 	h := &ggufHyper{f: f, arch: archName, taken: map[string]bool{}}
 	cfg := map[string]any{"architectures": []string{a.hfArch}, "model_type": a.modelType, "hidden_act": "silu", "torch_dtype": "float32"}
@@ -238,8 +250,24 @@ func (s *source) ggufConfig(f *gguf.File) error {
 		cfg["attention_bias"] = bias
 		cfg["mlp_bias"] = false
 	}
-	if archName == "qwen2" || archName == "qwen3" {
+	if archName == "qwen2" || archName == "qwen3" || archName == "qwen3moe" {
 		cfg["use_sliding_window"] = false
+	}
+	if archName == "qwen3moe" {
+		for _, k := range []struct{ gguf, hf string }{{"expert_count", "num_experts"}, {"expert_used_count", "num_experts_per_tok"},
+			{"expert_feed_forward_length", "moe_intermediate_size"}} {
+			v, err := h.int(k.gguf, 0, true)
+			if err != nil {
+				return err
+			}
+			cfg[k.hf] = v
+		}
+		cfg["norm_topk_prob"], cfg["decoder_sparse_step"], cfg["mlp_only_layers"] = true, 1, []int{}
+		if sc, err := f.FloatOr(h.key("expert_weights_scale"), 1); err != nil {
+			return err
+		} else if sc != 1 {
+			return fmt.Errorf("gguf: %s %g is not implemented", h.key("expert_weights_scale"), sc)
+		}
 	}
 	for _, k := range []struct{ gguf, hf string }{{"tokenizer.ggml.bos_token_id", "bos_token_id"}, {"tokenizer.ggml.eos_token_id", "eos_token_id"}} {
 		if kv := f.Lookup(k.gguf); kv != nil {
@@ -275,13 +303,23 @@ func (s *source) ggufConfig(f *gguf.File) error {
 func (s *source) ggufTensors(f *gguf.File) error {
 	for i := range f.Tensors {
 		ti := &f.Tensors[i]
-		name, err := hfNameOf(ti.Name)
-		if err != nil {
-			return err
-		}
 		dt, ok := ggufDtypes[ti.Type]
 		if !ok {
 			return fmt.Errorf("gguf: tensor %s is %s, which cflow does not import yet (F32, F16, BF16, Q8_0 and Q4_0 are carried as they are)", ti.Name, ti.Type)
+		}
+		data, err := f.TensorData(ti)
+		if err != nil {
+			return err
+		}
+		if layer, ok := isExperts(ti.Name); ok {
+			if err := s.splitExperts(ti, layer, dt, data); err != nil {
+				return err
+			}
+			continue
+		}
+		name, err := hfNameOf(ti.Name)
+		if err != nil {
+			return err
 		}
 		var shape []int
 		switch len(ti.Dims) {
@@ -290,11 +328,7 @@ func (s *source) ggufTensors(f *gguf.File) error {
 		case 2:
 			shape = []int{int(ti.Dims[1]), int(ti.Dims[0])}
 		default:
-			return fmt.Errorf("gguf: tensor %s has %d dimensions %v (stacked experts are not imported yet)", ti.Name, len(ti.Dims), ti.Dims)
-		}
-		data, err := f.TensorData(ti)
-		if err != nil {
-			return err
+			return fmt.Errorf("gguf: tensor %s has %d dimensions %v, which only stacked experts may have", ti.Name, len(ti.Dims), ti.Dims)
 		}
 		t, err := newTensor(name, s.path, dt, shape, data)
 		if err != nil {
@@ -340,6 +374,40 @@ func checkNoRequant(s *source, q quant.Type) error {
 		if t.dt.blocks() && t.dt.codec() != q {
 			return fmt.Errorf("%s: tensor %s is %s, which --quant %s would requantize; --quant %s carries it as it is", s.path, t.name, t.dt, q, t.dt.codec())
 		}
+	}
+	return nil
+}
+
+// isExperts reports a stacked expert tensor and its layer's HF prefix.
+func isExperts(name string) (string, bool) {
+	m := ggufLayerName.FindStringSubmatch(name)
+	if m == nil {
+		return "", false
+	}
+	_, ok := ggufExpertNames[m[2]]
+	return "model.layers." + m[1], ok
+}
+
+// splitExperts cuts a stacked expert tensor ([in, out, experts]) of the
+// layer with HF prefix layer into one 2-D tensor per expert, each a view of
+// its contiguous slice.
+func (s *source) splitExperts(ti *gguf.TensorInfo, layer string, dt dtype, data []byte) error {
+	if len(ti.Dims) != 3 || ti.Dims[2] == 0 {
+		return fmt.Errorf("gguf: stacked expert tensor %s has dimensions %v, want [in, out, experts]", ti.Name, ti.Dims)
+	}
+	experts := int(ti.Dims[2])
+	part := ggufExpertNames[ggufLayerName.FindStringSubmatch(ti.Name)[2]]
+	per := len(data) / experts
+	for e := 0; e < experts; e++ {
+		n := fmt.Sprintf("%s.mlp.experts.%d.%s", layer, e, part)
+		t, err := newTensor(n, s.path, dt, []int{int(ti.Dims[1]), int(ti.Dims[0])}, data[e*per:(e+1)*per])
+		if err != nil {
+			return err
+		}
+		if err := t.checkFinite(); err != nil {
+			return err
+		}
+		s.tensors[n] = t
 	}
 	return nil
 }

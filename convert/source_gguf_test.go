@@ -18,7 +18,7 @@ import (
 // requires the same file byte for byte, in both formats and codecs: the
 // GGUF source recovers the checkpoint exactly.
 func TestGGUFMatchesHF(t *testing.T) {
-	for _, name := range []string{"llama_linear", "qwen2", "qwen3"} {
+	for _, name := range []string{"llama_linear", "qwen2", "qwen3", "qwen3_moe"} {
 		for _, ext := range []string{".cflow", ".vflow"} {
 			for _, q := range []quant.Type{quant.F32, quant.Q8_0} {
 				dir := t.TempDir()

@@ -61,6 +61,7 @@ NAMES = {
     "mlp.gate_proj.weight": "ffn_gate.weight",
     "mlp.up_proj.weight": "ffn_up.weight",
     "mlp.down_proj.weight": "ffn_down.weight",
+    "mlp.gate.weight": "ffn_gate_inp.weight",
 }
 
 
@@ -98,6 +99,19 @@ def write(fixture, arch, dest, quants=None, f32=False):
     if rs and rs.get("type", rs.get("rope_type")) == "linear":
         w.add_rope_scaling_type(RopeScalingType.LINEAR)
         w.add_rope_scaling_factor(rs["factor"])
+    if "num_experts" in c:  # stack the experts as convert_hf_to_gguf.py does: [experts, out, in]
+        w.add_expert_count(c["num_experts"])
+        w.add_expert_used_count(c["num_experts_per_tok"])
+        w.add_expert_feed_forward_length(c["moe_intermediate_size"])
+        for l in range(c["num_hidden_layers"]):
+            for part, g in [("gate_proj", "ffn_gate_exps"), ("up_proj", "ffn_up_exps"), ("down_proj", "ffn_down_exps")]:
+                keys = [f"model.layers.{l}.mlp.experts.{e}.{part}.weight" for e in range(c["num_experts"])]
+                dt = ts[keys[0]][0]
+                st = np.ascontiguousarray(np.stack([ts.pop(k)[1] for k in keys]))
+                if dt == "BF16":
+                    w.add_tensor(f"blk.{l}.{g}.weight", st.view(np.uint8), raw_dtype=GGMLQuantizationType.BF16)
+                else:
+                    w.add_tensor(f"blk.{l}.{g}.weight", st)
     for hf, (dt, t) in ts.items():
         if arch == "llama" and hf.endswith("q_proj.weight"):
             t = permute(t, c["num_attention_heads"], c["num_attention_heads"])
@@ -127,3 +141,4 @@ write("qwen3", "qwen3", "qwen3_q8.gguf", quants={"blk.0.attn_output.weight": GGM
 write("qwen3", "qwen3", "qwen3_q4.gguf", quants={"blk.0.attn_output.weight": GGMLQuantizationType.Q4_0,
                                                  "blk.1.attn_output.weight": GGMLQuantizationType.Q4_0})
 write("llama_linear", "llama", "llama_linear_f32.gguf", f32=True)
+write("qwen3_moe", "qwen3moe", "qwen3_moe.gguf")
