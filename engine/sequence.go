@@ -1,5 +1,7 @@
 package engine
 
+import "fmt"
+
 // Sequence is one sequence's state on an Engine — its position, its KV
 // caches and its last token's observation — apart from the engine's
 // weights, plans, pool and workers, so one engine can advance several
@@ -27,6 +29,45 @@ func (q *Sequence) Pos() int { return q.s.pos }
 func (q *Sequence) Reset() {
 	q.s.pos = 0
 	q.s.truncate(0)
+}
+
+// Truncate cuts the sequence back to its first n positions (0 ≤ n ≤
+// Pos()), keeping their keys and values, so a server can reuse a shared
+// prompt prefix and feed only the rest. It is exact for every combine
+// style and block_iterations: between tokens a sequence's state is only
+// its position and its KV caches (one per pass); the delay ring and the
+// expert queue are layer offsets inside one token's forward, held by the
+// worker running it, and a sliding window reads the cache by position.
+// Feeding the same tokens after Truncate(n) gives what feeding them to
+// the first n positions afresh gives. Observation is left as it was (it
+// describes the last token fed before the cut).
+func (q *Sequence) Truncate(n int) error {
+	if n < 0 || n > q.s.pos {
+		return fmt.Errorf("runtime: truncate to %d positions, the sequence holds %d", n, q.s.pos)
+	}
+	q.s.truncate(n)
+	q.s.pos = n
+	return nil
+}
+
+// Release empties the sequence and frees its KV blocks (Reset keeps them
+// for the next tokens): a server evicting an idle sequence's cache gives
+// the memory back.
+func (q *Sequence) Release() {
+	q.s.pos = 0
+	for p := range q.s.kv {
+		q.s.kv[p].k, q.s.kv[p].v = nil, nil
+	}
+}
+
+// KVBytes is the memory the sequence's KV blocks hold (allocated blocks,
+// which Reset and Truncate keep), what a server's cache budget counts.
+func (q *Sequence) KVBytes() int64 {
+	var n int64
+	for _, c := range q.s.kv {
+		n += int64(len(c.k)+len(c.v)) * int64(c.heads*kvBlock*c.hd) * 4
+	}
+	return n
 }
 
 // Observation describes the sequence's last token fed (by any Forward).

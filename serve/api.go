@@ -30,6 +30,10 @@ type common struct {
 	StreamOptions       *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
+	// CachePrompt false (llama-server's name) starts the request from an
+	// empty sequence instead of a slot's cached prefix; the reply is the
+	// same either way, only the time differs.
+	CachePrompt *bool `json:"cache_prompt"`
 	// Fields that would change the output and are not implemented: a
 	// request that sets them is refused, never half-served.
 	N              *int               `json:"n"`

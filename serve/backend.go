@@ -13,7 +13,13 @@ import (
 // chunks together, one pass over the weights for all of them (batched);
 // tests wrap it to hold the scheduler.
 type backend interface {
-	reset(slot int)
+	// truncate cuts slot's sequence back to its first n positions (the
+	// prompt cache's reused prefix; 0 empties it).
+	truncate(slot, n int) error
+	// release empties slot's sequence and frees its KV memory.
+	release(slot int)
+	// kvBytes is the KV memory slot's sequence holds.
+	kvBytes(slot int) int64
 	// feed feeds each fs[i].toks to slot fs[i].slot and returns the
 	// logits after its last token (nil unless fs[i].logits; valid until
 	// that slot's next call) or its error.
@@ -54,7 +60,9 @@ func newBatched(m *cflowfmt.Model, slots int, opt engine.Options) (*batched, err
 	return b, nil
 }
 
-func (b *batched) reset(slot int) { b.seqs[slot].Reset() }
+func (b *batched) truncate(slot, n int) error { return b.seqs[slot].Truncate(n) }
+func (b *batched) release(slot int)           { b.seqs[slot].Release() }
+func (b *batched) kvBytes(slot int) int64     { return b.seqs[slot].KVBytes() }
 
 func (b *batched) feed(fs []slotFeed) ([][]float32, []error) {
 	b.out, b.errs = b.out[:0], b.errs[:0]

@@ -233,11 +233,11 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, g genRequest, 
 		writeError(w, asAPIError(err))
 		return
 	}
-	j := &job{ctx: r.Context(), seq: seq, out: outbox{wake: make(chan struct{}, 1)}}
+	j := &job{ctx: r.Context(), seq: seq, out: outbox{wake: make(chan struct{}, 1)}, cachePrompt: c.CachePrompt == nil || *c.CachePrompt}
 	s.sched.submit(j)
 	defer s.sched.withdraw(j)
 	rp := &reply{s: s, sh: sh, rc: http.NewResponseController(w), id: sh.idPrefix + fmt.Sprintf("%016x", rand.Uint64()), created: time.Now().Unix(),
-		prev: prompt[len(prompt)-1], prompt: len(prompt), withUsage: c.StreamOptions != nil && c.StreamOptions.IncludeUsage}
+		prev: prompt[len(prompt)-1], prompt: len(prompt), j: j, withUsage: c.StreamOptions != nil && c.StreamOptions.IncludeUsage}
 	t0 := time.Now()
 	var werr error
 	if c.Stream {
@@ -253,8 +253,8 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, g genRequest, 
 			batch += fmt.Sprintf(" (%d without a prompt: %.1f ms each)", d, float64(j.decodeNS.Load())/1e6/float64(d))
 		}
 	}
-	fmt.Fprintf(s.cfg.Log, "%s %s: %d prompt + %d completion tokens, %s, %.2fs%s%s\n", r.Method, r.URL.Path, len(prompt),
-		rp.completion, rp.finish, time.Since(t0).Seconds(), batch, errNote(werr))
+	fmt.Fprintf(s.cfg.Log, "%s %s: %d prompt (%d cached) + %d completion tokens, %s, %.2fs%s%s\n", r.Method, r.URL.Path, len(prompt),
+		j.cached.Load(), rp.completion, rp.finish, time.Since(t0).Seconds(), batch, errNote(werr))
 }
 
 func errNote(err error) string {

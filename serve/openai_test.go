@@ -43,13 +43,13 @@ func TestOpenAIClient(t *testing.T) {
 		Models []string
 		Chat   struct {
 			Content, Finish string
-			Usage           map[string]int
+			Usage           map[string]any
 		}
 		Stream struct {
 			Text   string
 			Chunks int
 			Finish string
-			Usage  map[string]int
+			Usage  map[string]any
 		}
 		Stop                     struct{ Content, Finish string }
 		Seeded                   []string
@@ -65,10 +65,10 @@ func TestOpenAIClient(t *testing.T) {
 	if len(got.Models) != 1 || got.Models[0] != "demo" {
 		t.Errorf("models %v", got.Models)
 	}
-	if got.Chat.Content != want || got.Chat.Finish != "length" || got.Chat.Usage["completion_tokens"] != 40 || got.Chat.Usage["prompt_tokens"] != 17 {
+	if got.Chat.Content != want || got.Chat.Finish != "length" || got.Chat.Usage["completion_tokens"] != 40.0 || got.Chat.Usage["prompt_tokens"] != 17.0 {
 		t.Errorf("chat %+v, want %q", got.Chat, want)
 	}
-	if got.Stream.Text != want || got.Stream.Chunks != 40 || got.Stream.Finish != "length" || got.Stream.Usage["total_tokens"] != 57 {
+	if got.Stream.Text != want || got.Stream.Chunks != 40 || got.Stream.Finish != "length" || got.Stream.Usage["total_tokens"] != 57.0 {
 		t.Errorf("stream %+v", got.Stream)
 	}
 	if got.Stop.Content != want[:strings.Index(want, stop)] || got.Stop.Finish != "stop" {

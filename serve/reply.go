@@ -30,6 +30,7 @@ type reply struct {
 	created   int64
 	prev      int // the token before the next one (for its text)
 	prompt    int
+	j         *job // its cached count, for usage
 	withUsage bool
 
 	completion int
@@ -43,10 +44,17 @@ type usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
+	// PromptTokensDetails.CachedTokens is OpenAI's count of the prompt
+	// tokens served from the prompt cache (not fed again).
+	PromptTokensDetails struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
 }
 
 func (rp *reply) usage() usage {
-	return usage{rp.prompt, rp.completion, rp.prompt + rp.completion}
+	u := usage{PromptTokens: rp.prompt, CompletionTokens: rp.completion, TotalTokens: rp.prompt + rp.completion}
+	u.PromptTokensDetails.CachedTokens = int(rp.j.cached.Load())
+	return u
 }
 
 // chatLogprob is one entry of a chat choice's logprobs.content.

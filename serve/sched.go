@@ -40,6 +40,11 @@ type job struct {
 	// the figure to hold against a decode-only engine pass (feedpass) or
 	// a client's steady token interval.
 	decodeTicks, decodeNS atomic.Int64
+	// cachePrompt lets the job start from a slot's cached prefix (the
+	// request's cache_prompt); cached is how many prompt tokens it reused
+	// (usage.prompt_tokens_details.cached_tokens), set at admission.
+	cachePrompt bool
+	cached      atomic.Int64
 }
 
 // outbox hands tokens from the scheduler to the request's handler without
@@ -94,6 +99,14 @@ type slot struct {
 	tok   [1]int
 }
 
+// slotCache is what slot i's sequence holds between requests (the prompt
+// cache): the tokens fed to it, one per KV position, and when its last
+// request ended (0: never, or evicted), for least-recently-used choices.
+type slotCache struct {
+	toks []int
+	used uint64
+}
+
 // scheduler is the one goroutine that owns the backend: between ticks it
 // admits queued jobs into free slots; each tick steps every decoding
 // sequence by one token and feeds chunks of new prompts, all in one
@@ -113,6 +126,11 @@ type scheduler struct {
 	stop     chan struct{}
 	done     chan struct{}
 	admitted uint64
+	// cache is each slot's cached sequence; cacheRAM bounds the KV bytes
+	// idle slots keep (< 0: no bound); clock orders their last use.
+	cache    []slotCache
+	cacheRAM int64
+	clock    uint64
 	// scratch for tick
 	feeds   []slotFeed
 	filling []int
@@ -120,9 +138,11 @@ type scheduler struct {
 	outs    []outcome // each feed's outcome
 }
 
-func newScheduler(be backend, parallel int) *scheduler {
+// newScheduler starts the scheduler over be's parallel slots; idle slots
+// keep at most cacheRAM bytes of KV cache (< 0: no bound, 0: none).
+func newScheduler(be backend, parallel int, cacheRAM int64) *scheduler {
 	s := &scheduler{be: be, wake: make(chan struct{}, 1), slots: make([]*slot, parallel),
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{}), cache: make([]slotCache, parallel), cacheRAM: cacheRAM}
 	go s.run()
 	return s
 }
@@ -195,33 +215,107 @@ func (s *scheduler) run() {
 }
 
 // admit fills free slots from the queue, waiting for a job only when no
-// slot is busy; false means stop.
+// slot is busy; false means stop. Each job goes to the free slot whose
+// cached tokens share the longest prefix with its prompt (place), cut back
+// to that prefix: only the rest of the prompt is fed.
 func (s *scheduler) admit() bool {
-	for i := range s.slots {
-		for s.slots[i] == nil {
-			j := s.next()
-			for j == nil {
-				if s.busy.Load() > 0 {
-					return true
-				}
-				select {
-				case <-s.wake:
-				case <-s.stop:
-					return false
-				}
-				j = s.next()
+	for int(s.busy.Load()) < len(s.slots) {
+		j := s.next()
+		for j == nil {
+			if s.busy.Load() > 0 {
+				return true
 			}
-			if err := j.ctx.Err(); err != nil {
-				j.out.fail(err) // the client left while queued
-				continue
+			select {
+			case <-s.wake:
+			case <-s.stop:
+				return false
 			}
-			s.be.reset(i)
-			s.admitted++
-			s.slots[i] = &slot{j: j, order: s.admitted}
-			s.busy.Add(1)
+			j = s.next()
 		}
+		if err := j.ctx.Err(); err != nil {
+			j.out.fail(err) // the client left while queued
+			continue
+		}
+		i, reuse := s.place(j)
+		if s.be.truncate(i, reuse) != nil { // never: the cache holds reuse tokens
+			s.be.release(i)
+			reuse = 0
+		}
+		s.cache[i].toks = s.cache[i].toks[:reuse]
+		j.cached.Store(int64(reuse))
+		s.admitted++
+		s.slots[i] = &slot{j: j, fed: reuse, order: s.admitted}
+		s.busy.Add(1)
 	}
 	return true
+}
+
+// place picks j's slot among the free ones: the longest common prefix of
+// its cached tokens and j's prompt (none when j opts out), ties to the
+// least recently used, and how many of those tokens j reuses — all but the
+// prompt's last at most, which must be fed for the next token's logits.
+func (s *scheduler) place(j *job) (slot, reuse int) {
+	p := j.seq.Prompt()
+	slot, best := -1, -1
+	for i, sl := range s.slots {
+		if sl != nil {
+			continue
+		}
+		n := 0
+		if j.cachePrompt {
+			n = commonPrefix(s.cache[i].toks, p)
+		}
+		if n > best || n == best && s.cache[i].used < s.cache[slot].used {
+			slot, best = i, n
+		}
+	}
+	return slot, min(best, len(p)-1)
+}
+
+// commonPrefix is the number of leading tokens a and b share.
+func commonPrefix(a, b []int) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+// idle marks slot i's request as ended now and evicts idle slots' caches,
+// least recently used first, until they fit cacheRAM.
+func (s *scheduler) idle(i int) {
+	s.clock++
+	s.cache[i].used = s.clock
+	if s.cacheRAM < 0 {
+		return
+	}
+	for {
+		var held int64
+		lru := -1
+		for k, sl := range s.slots {
+			if sl != nil {
+				continue
+			}
+			if b := s.be.kvBytes(k); b > 0 {
+				held += b
+				if lru < 0 || s.cache[k].used < s.cache[lru].used {
+					lru = k
+				}
+			}
+		}
+		if held <= s.cacheRAM {
+			return
+		}
+		s.drop(lru)
+	}
+}
+
+// drop empties slot i's cache and frees its KV memory.
+func (s *scheduler) drop(i int) {
+	s.be.release(i)
+	s.cache[i] = slotCache{toks: s.cache[i].toks[:0]}
 }
 
 // tick advances every busy slot in one backend.feed — one pass over the
@@ -288,10 +382,12 @@ func (s *scheduler) tick() {
 		case err != nil:
 			s.outs[k].err = err
 		case sl.fed < len(seq.Prompt()):
+			s.cache[f.slot].toks = append(s.cache[f.slot].toks, f.toks...)
 			if sl.fed += len(f.toks); f.logits {
 				s.sampled = append(s.sampled, k)
 			}
 		default:
+			s.cache[f.slot].toks = append(s.cache[f.slot].toks, f.toks...)
 			s.sampled = append(s.sampled, k)
 		}
 	}
@@ -312,12 +408,19 @@ func (s *scheduler) deliver(i int, t generate.Token) {
 	if t.Finish != "" {
 		s.slots[i] = nil
 		s.busy.Add(-1)
+		s.idle(i)
 	}
 }
 
-// end fails slot i's job (cancelled, or an engine error) and frees it.
+// end fails slot i's job (cancelled, or an engine error) and frees it. A
+// cancelled job's tokens stay cached (they were fed whole); after an
+// engine error the slot's cache is dropped, trusted no further.
 func (s *scheduler) end(i int, err error) {
 	s.slots[i].j.out.fail(err)
 	s.slots[i] = nil
 	s.busy.Add(-1)
+	if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		s.drop(i)
+	}
+	s.idle(i)
 }

@@ -44,6 +44,11 @@ type Config struct {
 	Ctx int
 	// Threads per engine (≤ 0: every CPU).
 	Threads int
+	// CacheRAM is the MiB of KV cache idle slots may keep for the prompt
+	// cache (a later request sharing a prefix feeds only the rest),
+	// evicting the least recently used beyond it: 0 keeps nothing (every
+	// request starts from an empty sequence), < 0 has no bound.
+	CacheRAM int
 	// Queue is how many requests may wait for a slot before the server
 	// answers 429; 0 is 4 × Parallel.
 	Queue int
@@ -150,7 +155,11 @@ func newServer(cfg Config, wrap func(backend) backend) (*Server, error) {
 	if wrap != nil {
 		b = wrap(be)
 	}
-	s.sched = newScheduler(b, cfg.Parallel)
+	cacheRAM := int64(cfg.CacheRAM) << 20
+	if cfg.CacheRAM < 0 {
+		cacheRAM = -1
+	}
+	s.sched = newScheduler(b, cfg.Parallel, cacheRAM)
 	return s, nil
 }
 

@@ -37,7 +37,8 @@ var commonKeys = keys{
 	"model": leaf, "max_tokens": leaf, "max_completion_tokens": leaf, "temperature": leaf, "top_p": leaf,
 	"top_k": leaf, "min_p": leaf, "frequency_penalty": leaf, "presence_penalty": leaf, "repeat_penalty": leaf,
 	"repeat_last_n": leaf, "seed": leaf, "stop": leaf, "stream": leaf, "stream_options": streamOptionKeys,
-	"n": leaf, "best_of": leaf, "logit_bias": anyKeys, "tools": anyKeys, "functions": anyKeys,
+	"cache_prompt": leaf,
+	"n":            leaf, "best_of": leaf, "logit_bias": anyKeys, "tools": anyKeys, "functions": anyKeys,
 	"response_format": keys{"type": leaf, "json_schema": anyKeys}, "echo": leaf, "suffix": leaf,
 	// Fields that change nothing a client can see from this server.
 	"user": leaf, "metadata": anyKeys, "store": leaf, "service_tier": leaf,

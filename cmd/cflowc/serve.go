@@ -36,6 +36,7 @@ func init() {
 			&cli.IntFlag{Name: "parallel", Aliases: []string{"np"}, Value: 4, Usage: "sequences decoded together"},
 			&cli.IntFlag{Name: "ctx", Aliases: []string{"c"}, Usage: "positions per sequence (0: the model's maximum)"},
 			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: runtime.NumCPU(), Usage: "decode threads"},
+			&cli.IntFlag{Name: "cache-ram", Value: defaultCacheRAM, Usage: "MiB of KV cache idle slots keep for the prompt cache (0: none, -1: no bound)"},
 			&cli.IntFlag{Name: "queue", Usage: "requests that may wait for a slot (0: 4 × --parallel)"},
 			&cli.StringFlag{Name: "alias", Usage: "model id clients pass as \"model\" (default: the file's base name)"},
 			&cli.DurationFlag{Name: "read-timeout", Value: serve.DefaultReadTimeout, Usage: "bound on reading one request's headers and body"},
@@ -47,6 +48,9 @@ func init() {
 		Action: runServe,
 	})
 }
+
+// defaultCacheRAM is --cache-ram's default, llama-server's.
+const defaultCacheRAM = 8192
 
 // maxParallel bounds --parallel: each slot holds a KV cache of --ctx
 // positions.
@@ -85,7 +89,7 @@ func runServe(c *cli.Context) error {
 		return cli.Exit("serve: "+err.Error(), exitUsage)
 	}
 	s, err := serve.New(serve.Config{Model: m, ModelID: c.String("alias"), Tokenizer: tk, Template: tmpl, Parallel: c.Int("parallel"),
-		Ctx: c.Int("ctx"), Threads: c.Int("threads"), Queue: c.Int("queue"), Log: os.Stderr,
+		Ctx: c.Int("ctx"), Threads: c.Int("threads"), Queue: c.Int("queue"), CacheRAM: c.Int("cache-ram"), Log: os.Stderr,
 		ReadTimeout: c.Duration("read-timeout"), WriteTimeout: c.Duration("write-timeout"), IdleTimeout: c.Duration("idle-timeout"),
 		MaxConns: c.Int("max-conns"), DrainTimeout: c.Duration("drain-timeout")})
 	if err != nil {
@@ -111,6 +115,8 @@ func checkServeFlags(c *cli.Context) error {
 		return cli.Exit("serve: --ctx must be ≥ 0", exitUsage)
 	case c.Int("queue") < 0 || c.Int("queue") > 1<<16:
 		return cli.Exit(fmt.Sprintf("serve: --queue %d outside 0..%d", c.Int("queue"), 1<<16), exitUsage)
+	case c.Int("cache-ram") < -1 || c.Int("cache-ram") > 1<<30:
+		return cli.Exit(fmt.Sprintf("serve: --cache-ram %d outside -1..%d (MiB; -1: no bound)", c.Int("cache-ram"), 1<<30), exitUsage)
 	case c.Int("port") < 0 || c.Int("port") > 65535:
 		return cli.Exit("serve: --port must be in [0, 65535]", exitUsage)
 	case c.Int("max-conns") < 1 || c.Int("max-conns") > 1<<20:
