@@ -157,3 +157,46 @@ func (b *builder) finish(root int32) *Grammar {
 	}
 	return g
 }
+
+// leftCycle finds a rule that can reach itself before any byte is
+// consumed (a $ref to itself, an anyOf holding its own root): expanding
+// it would never end. It returns such a rule, or -1.
+func (g *Grammar) leftCycle() int32 {
+	const (
+		unseen = iota
+		active
+		doneMark
+	)
+	mark := make([]uint8, len(g.rules))
+	var visit func(r int32) bool
+	visit = func(r int32) bool {
+		switch mark[r] {
+		case active:
+			return true
+		case doneMark:
+			return false
+		}
+		mark[r] = active
+		for _, a := range g.rules[r].alts {
+			for _, e := range g.seqs[a] {
+				if e.term != nil {
+					break
+				}
+				if visit(e.rule) {
+					return true
+				}
+				if !g.ruleNull[e.rule] {
+					break
+				}
+			}
+		}
+		mark[r] = doneMark
+		return false
+	}
+	for r := range g.rules {
+		if visit(int32(r)) {
+			return int32(r)
+		}
+	}
+	return -1
+}

@@ -39,7 +39,11 @@ func Compile(schema []byte) (*Grammar, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.finish(root), nil
+	g := c.finish(root)
+	if g.leftCycle() >= 0 {
+		return nil, &SchemaError{Keyword: "$ref", Msg: "a reference reaches itself before any value is written (left recursion is not implemented)"}
+	}
+	return g, nil
 }
 
 // JSONObject is the grammar of any JSON object: response_format
