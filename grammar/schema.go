@@ -320,6 +320,9 @@ func bound(o *object, inc, exc string, lower bool, path string) (*big.Rat, bool,
 		if !ok {
 			return nil, false, errAt(path, kw, "must be a number (draft 4's boolean form is not implemented)")
 		}
+		if !modestExponent(n.String()) {
+			return nil, false, errAt(path, kw, "exponent out of range: %s", n)
+		}
 		r, ok := new(big.Rat).SetString(n.String())
 		if !ok {
 			return nil, false, errAt(path, kw, "is not a number: %s", n)
@@ -338,4 +341,15 @@ func bound(o *object, inc, exc string, lower bool, path string) (*big.Rat, bool,
 		}
 	}
 	return val, excl, nil
+}
+
+// modestExponent keeps a bound's exponent within float64's range, so
+// exact arithmetic on it stays small (1e100000000 would be a huge integer).
+func modestExponent(s string) bool {
+	i := strings.IndexAny(s, "eE")
+	if i < 0 {
+		return len(s) <= 400
+	}
+	e, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+"))
+	return err == nil && e >= -400 && e <= 400 && i <= 400
 }
