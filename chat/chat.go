@@ -68,6 +68,11 @@ type Options struct {
 	// undefined, as llama.cpp does (Hermes' tool_use template iterates
 	// over tools and raises on None).
 	Tools []json.RawMessage
+	// NullContentAsEmpty renders null content as "", as llama.cpp does
+	// for templates that reject None (Qwen3's raises on an assistant
+	// turn that only calls tools, which OpenAI clients send as null);
+	// jinja2 without it raises too, so the caller chooses.
+	NullContentAsEmpty bool
 	// Kwargs are further template variables (a request's
 	// chat_template_kwargs, e.g. {"enable_thinking": false}), each a JSON
 	// value; a name the renderer sets itself is refused.
@@ -78,6 +83,9 @@ type Options struct {
 func (t *Template) Render(messages []Message, o Options) (string, error) {
 	msgs := make([]jinja.Value, len(messages))
 	for i, m := range messages {
+		if o.NullContentAsEmpty {
+			m.NullContent = false
+		}
 		v, err := m.value(i)
 		if err != nil {
 			return "", err

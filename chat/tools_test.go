@@ -132,3 +132,46 @@ func TestRenderRefusals(t *testing.T) {
 		t.Fatalf("kwarg messages: %v", err)
 	}
 }
+
+// TestNullContentAsEmpty: with the option, Qwen3 renders the tool-call
+// turn whose content is null as jinja2 renders it with content "".
+func TestNullContentAsEmpty(t *testing.T) {
+	var cases []struct {
+		Name     string            `json:"name"`
+		Tools    []json.RawMessage `json:"tools"`
+		Messages []Message         `json:"messages"`
+	}
+	var golden map[string]struct{ Output *string }
+	for f, v := range map[string]any{"testdata/tools.json": &cases, "testdata/tools.golden.json": &golden} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src, err := os.ReadFile("testdata/templates/qwen3.jinja")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := Parse(string(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		if c.Name != "followup" {
+			continue
+		}
+		if !c.Messages[1].NullContent {
+			t.Fatal("the followup case has lost its null content")
+		}
+		got, err := tpl.Render(c.Messages, Options{AddGenerationPrompt: true, EOSToken: "<|im_end|>", Tools: c.Tools, NullContentAsEmpty: true})
+		want := golden["qwen3.followup-empty"].Output
+		if err != nil || want == nil || got != *want {
+			t.Fatalf("err %v\n got %q\nwant %v", err, got, want)
+		}
+		return
+	}
+	t.Fatal("no followup case")
+}
