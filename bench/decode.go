@@ -21,6 +21,11 @@ type Config struct {
 	// Prompt is the prompt length of the prompt-processing test (llama-bench's
 	// ppN: N tokens from an empty cache, timed as one batch); 0 skips it.
 	Prompt int
+	// Depth is llama-bench's -d: the prompt and decode tests run after
+	// Depth tokens (BOS and seeded random tokens, prefilled once, untimed)
+	// are already in the KV cache, each run cut back to them, so decode
+	// at depth is timed as llama-bench times it; 0 starts from empty.
+	Depth int
 	// Batch is the prompt tokens fed per pass over the weights (the
 	// engine's Options.Batch; 0 = engine.MaxBatch, 1 = token by token).
 	Batch      int
@@ -58,7 +63,9 @@ type Result struct {
 	Tokens  int    `json:"tokens"`
 	// Parallel is Config.Parallel when above 1: Tokens is then per
 	// sequence, and Runs and DecodeTokS count every sequence's tokens.
-	Parallel   int       `json:"parallel,omitempty"`
+	Parallel int `json:"parallel,omitempty"`
+	// Depth is Config.Depth: the tokens already cached before each test.
+	Depth      int       `json:"depth,omitempty"`
 	Runs       []float64 `json:"runs_tok_s"`
 	DecodeTokS float64   `json:"decode_tok_s"`
 	// BytesPerToken is per token as if it were decoded alone (the
@@ -122,6 +129,9 @@ type StreamBytesPerToken struct {
 func Run(m *cflowfmt.Model, cfg Config) (*Result, error) {
 	cfg.Threads = max(1, cfg.Threads)
 	cfg.Runs = max(1, cfg.Runs)
+	if cfg.Depth < 0 {
+		return nil, fmt.Errorf("bench: depth %d, need ≥ 0", cfg.Depth)
+	}
 	if cfg.Tokens < 0 || cfg.Prompt < 0 || cfg.Tokens+cfg.Prompt == 0 {
 		return nil, fmt.Errorf("bench: %d decode and %d prompt tokens: nothing to measure", cfg.Tokens, cfg.Prompt)
 	}
@@ -132,11 +142,14 @@ func Run(m *cflowfmt.Model, cfg Config) (*Result, error) {
 		cfg.ProbeRuns = 5
 	}
 	h := &m.Header
-	if need := max(cfg.Tokens, cfg.Warmup, cfg.Prompt); need > int(h.MaxSeqLen) {
-		return nil, fmt.Errorf("bench: %d tokens per run exceed the model's context of %d", need, h.MaxSeqLen)
+	if need := max(cfg.Tokens, cfg.Warmup, cfg.Prompt); cfg.Depth+need > int(h.MaxSeqLen) {
+		return nil, fmt.Errorf("bench: %d tokens per run at depth %d exceed the model's context of %d", need, cfg.Depth, h.MaxSeqLen)
 	}
 	cfg.Batch = cmp.Or(cfg.Batch, engine.MaxBatch)
 	cfg.Parallel = max(1, cfg.Parallel)
+	if cfg.Parallel > 1 && cfg.Depth > 0 {
+		return nil, fmt.Errorf("bench: depth %d with %d parallel sequences is not implemented", cfg.Depth, cfg.Parallel)
+	}
 	if cfg.Parallel > cfg.Batch {
 		return nil, fmt.Errorf("bench: %d parallel sequences exceed the batch of %d tokens per pass", cfg.Parallel, cfg.Batch)
 	}
@@ -157,8 +170,25 @@ func Run(m *cflowfmt.Model, cfg Config) (*Result, error) {
 		}
 		return ts
 	}
-	decode := func(n int) error {
+	// start empties the default sequence, or cuts it back to the
+	// prefilled depth.
+	start := func() error {
+		if cfg.Depth == 0 {
+			e.Reset()
+			return nil
+		}
+		return e.Truncate(cfg.Depth)
+	}
+	if cfg.Depth > 0 {
 		e.Reset()
+		if _, err := prompt(e, tokens(cfg.Depth)); err != nil {
+			return nil, err
+		}
+	}
+	decode := func(n int) error {
+		if err := start(); err != nil {
+			return err
+		}
 		for _, tok := range tokens(n) {
 			if _, err := e.Step(tok); err != nil {
 				return err
@@ -175,7 +205,7 @@ func Run(m *cflowfmt.Model, cfg Config) (*Result, error) {
 	// The probe's buffer is filled and faulted in before any timing.
 	rd := newReader(cfg.ProbeBytes, cfg.Threads)
 	defer rd.close()
-	r := &Result{Model: m.Path, CPU: CPUName(), Quant: h.QuantType.String(), Kernel: e.Kernel().Name(), Threads: cfg.Threads, Tokens: cfg.Tokens}
+	r := &Result{Model: m.Path, CPU: CPUName(), Quant: h.QuantType.String(), Kernel: e.Kernel().Name(), Threads: cfg.Threads, Tokens: cfg.Tokens, Depth: cfg.Depth}
 	if cfg.Parallel > 1 {
 		r.Parallel = cfg.Parallel
 	}
@@ -192,13 +222,17 @@ func Run(m *cflowfmt.Model, cfg Config) (*Result, error) {
 		r.PromptTokens, r.Batch = cfg.Prompt, cfg.Batch
 		// One untimed prompt first, as llama-bench warms up: the engine
 		// allocates its batch columns on first use.
-		e.Reset()
+		if err := start(); err != nil {
+			return nil, err
+		}
 		if _, err := prompt(e, tokens(min(cfg.Prompt, r.Batch))); err != nil {
 			return nil, err
 		}
 		for range cfg.Runs {
 			ts := tokens(cfg.Prompt)
-			e.Reset()
+			if err := start(); err != nil {
+				return nil, err
+			}
 			t0 := time.Now()
 			if _, err := prompt(e, ts); err != nil {
 				return nil, err

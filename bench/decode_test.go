@@ -214,3 +214,27 @@ func openModel(t *testing.T, h cflowfmt.Header, seed int64) *cflowfmt.File {
 	t.Cleanup(func() { f.Close() })
 	return f
 }
+
+// --depth N: every prompt and decode run starts with N tokens in the
+// cache. Depth + tokens filling the context exactly runs, several times
+// (each run is cut back to the depth, not appended after the last); one
+// position more is refused before anything runs, as is depth with
+// parallel sequences.
+func TestRunAtDepth(t *testing.T) {
+	h := cflowfmt.Header{Version: cflowfmt.Version, HiddenSize: 64, IntermediateSize: 96, VocabSize: 50,
+		NumLayers: 2, MaxSeqLen: 32, NumHeads: 2, NumKVHeads: 1, HeadDim: 32, TileRows: 32, TileCols: 64,
+		QuantType: quant.Q8_0, CombineStyle: archspec.PreNorm}
+	f := openModel(t, h, 2)
+	r, err := Run(f.Model, Config{Threads: 1, Depth: 24, Tokens: 8, Prompt: 8, Warmup: 8, Runs: 3, ProbeBytes: 1 << 20, ProbeRuns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Depth != 24 || len(r.Runs) != 3 || len(r.PromptRuns) != 3 || r.DecodeTokS <= 0 {
+		t.Errorf("depth 24: %+v", r)
+	}
+	for _, c := range []Config{{Depth: 25, Tokens: 8}, {Depth: 25, Prompt: 8}, {Depth: 1, Tokens: 2, Parallel: 2}, {Depth: -1, Tokens: 1}} {
+		if _, err := Run(f.Model, c); err == nil {
+			t.Errorf("%+v on a 32-position model: no error", c)
+		}
+	}
+}

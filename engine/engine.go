@@ -269,6 +269,11 @@ func (e *Engine) Pos() int { return e.def.Pos() }
 // can replay many traces.
 func (e *Engine) Reset() { e.def.Reset() }
 
+// Truncate cuts the default sequence back to its first n positions
+// (Sequence.Truncate): bench's --depth restarts each run from the same
+// prefilled history.
+func (e *Engine) Truncate(n int) error { return e.def.Truncate(n) }
+
 // Observation describes the default sequence's last token (Step,
 // Prefill); its slices are reused by the next.
 func (e *Engine) Observation() *Observation { return e.def.Observation() }

@@ -29,6 +29,8 @@ func init() {
 			"roofline tok/s = probe GB/s ÷ bytes per token; roofline fraction = effective GB/s ÷ probe GB/s.\n" +
 			"--prompt N first times prompt processing as llama-bench's ppN test: N tokens (BOS, then seeded\n" +
 			"random tokens) from an empty cache through the prompt path, --runs times, median prompt tok/s.\n" +
+			"--depth N (llama-bench's -d) runs the prompt and decode tests after N tokens are already in the\n" +
+			"KV cache (prefilled once, untimed; each run cut back to them): decode at depth.\n" +
 			"--tokens 0 skips decode. --parallel N decodes N sequences together, one token of each per step\n" +
 			"and one pass over the weights for all (serve's tick with N clients decoding, without HTTP):\n" +
 			"tok/s then counts every sequence's tokens, and the roofline divides a step's weight reads\n" +
@@ -36,6 +38,7 @@ func init() {
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: runtime.NumCPU(), Usage: "decode and probe threads (as run, verify and ppl)", DefaultText: "every CPU"},
 			&cli.IntFlag{Name: "tokens", Aliases: []string{"n"}, Value: 64, Usage: "decode tokens per run (0: no decode test)"},
+			&cli.IntFlag{Name: "depth", Aliases: []string{"d"}, Usage: "tokens already in the KV cache before each prompt and decode test (llama-bench's -d; 0: empty)"},
 			&cli.IntFlag{Name: "prompt", Aliases: []string{"p"}, Usage: "prompt tokens of the prompt-processing test (llama-bench's ppN; 0: none)"},
 			&cli.IntFlag{Name: "batch", Usage: fmt.Sprintf("prompt tokens per pass over the weights (1..%d; 1 = token by token, the A/B baseline)", engine.MaxBatch), Value: engine.MaxBatch},
 			&cli.IntFlag{Name: "parallel", Aliases: []string{"np"}, Value: 1, Usage: "sequences decoding together, 1..--batch (serve's --parallel; tok/s is their sum)"},
@@ -103,7 +106,7 @@ func checkBenchFlags(c *cli.Context, in string) error {
 	if err := checkThreads("bench", c.Int("threads")); err != nil {
 		return err
 	}
-	for _, f := range []string{"tokens", "prompt"} {
+	for _, f := range []string{"tokens", "prompt", "depth"} {
 		if c.Int(f) < 0 {
 			return cli.Exit(fmt.Sprintf("bench: --%s %d: must be ≥ 0", f, c.Int(f)), exitUsage)
 		}
@@ -138,9 +141,12 @@ func benchConfig(c *cli.Context, maxSeq int) (bench.Config, error) {
 	// Each run starts from an empty KV cache, so each count alone must fit
 	// the context (bench.Run's own check would be exit 3).
 	for _, f := range []string{"tokens", "warmup", "prompt"} {
-		if n := c.Int(f); n > maxSeq {
-			return bench.Config{}, cli.Exit(fmt.Sprintf("bench: --%s %d exceeds the model's context of %d", f, n, maxSeq), exitUsage)
+		if n := c.Int(f); c.Int("depth")+n > maxSeq {
+			return bench.Config{}, cli.Exit(fmt.Sprintf("bench: --%s %d at --depth %d exceeds the model's context of %d", f, n, c.Int("depth"), maxSeq), exitUsage)
 		}
+	}
+	if c.Int("depth") > 0 && c.Int("parallel") > 1 {
+		return bench.Config{}, cli.Exit("bench: --depth with --parallel > 1 is not implemented", exitUsage)
 	}
 	if t := c.Int("threads"); t > runtime.GOMAXPROCS(0) {
 		fmt.Fprintf(os.Stderr, "note: %d threads on GOMAXPROCS %d; raising GOMAXPROCS\n", t, runtime.GOMAXPROCS(0))
@@ -157,7 +163,7 @@ func benchConfig(c *cli.Context, maxSeq int) (bench.Config, error) {
 		return bench.Config{}, cli.Exit("bench: --expert-io: "+err.Error(), exitUsage)
 	}
 	return bench.Config{ExpertIO: xio, Batch: c.Int("batch"), Parallel: c.Int("parallel"),
-		Threads: c.Int("threads"), Tokens: c.Int("tokens"), Prompt: c.Int("prompt"), Runs: c.Int("runs"), Warmup: c.Int("warmup"),
+		Threads: c.Int("threads"), Tokens: c.Int("tokens"), Prompt: c.Int("prompt"), Depth: c.Int("depth"), Runs: c.Int("runs"), Warmup: c.Int("warmup"),
 		ProbeBytes: int64(c.Int("probe-mib")) << 20, ProbeRuns: c.Int("probe-runs"), Seed: 1,
 	}, nil
 }
@@ -165,6 +171,9 @@ func benchConfig(c *cli.Context, maxSeq int) (bench.Config, error) {
 // printBench prints a result as text, one figure a line.
 func printBench(r *bench.Result, runs int) {
 	fmt.Printf("%s (%s, kernel %s), %d threads, %d runs, CPU %s\n", r.Model, r.Quant, r.Kernel, r.Threads, runs, r.CPU)
+	if r.Depth > 0 {
+		fmt.Printf("depth         %d tokens in the KV cache before each test (llama-bench -d)\n", r.Depth)
+	}
 	if r.PromptTokens > 0 {
 		fmt.Printf("prompt (pp%d) %8.2f tok/s (median; runs %s; %d tokens per weight pass)\n", r.PromptTokens, r.PromptTokS, benchList(r.PromptRuns), r.Batch)
 	}
