@@ -141,8 +141,12 @@ func benchConfig(c *cli.Context, maxSeq int) (bench.Config, error) {
 	// Each run starts from an empty KV cache, so each count alone must fit
 	// the context (bench.Run's own check would be exit 3).
 	for _, f := range []string{"tokens", "warmup", "prompt"} {
-		if n := c.Int(f); c.Int("depth")+n > maxSeq {
-			return bench.Config{}, cli.Exit(fmt.Sprintf("bench: --%s %d at --depth %d exceeds the model's context of %d", f, n, c.Int("depth"), maxSeq), exitUsage)
+		if n, d := c.Int(f), c.Int("depth"); d+n > maxSeq {
+			at := ""
+			if d > 0 {
+				at = fmt.Sprintf(" at --depth %d", d)
+			}
+			return bench.Config{}, cli.Exit(fmt.Sprintf("bench: --%s %d%s exceeds the model's context of %d", f, n, at, maxSeq), exitUsage)
 		}
 	}
 	if c.Int("depth") > 0 && c.Int("parallel") > 1 {
