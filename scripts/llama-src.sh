@@ -18,6 +18,6 @@ if [ ! -f "$bundle" ]; then
 fi
 if [ ! -d llama.cpp/.git ]; then
 	rm -rf llama.cpp
-	git clone -q "$bundle" llama.cpp
+	git -c advice.detachedHead=false clone -q "$bundle" llama.cpp
 fi
 echo "$here/llama.cpp"

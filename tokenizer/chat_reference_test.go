@@ -19,18 +19,29 @@ func TestChatGoldenReferenceIDs(t *testing.T) {
 		t.Fatalf("no golden chat renderings: %v", err)
 	}
 	texts := map[string][]string{}
+	skipped := map[string]bool{}
 	for _, f := range files {
 		base := strings.TrimSuffix(filepath.Base(f), ".txt") // TEMPLATE.CONVERSATION
 		tmpl := base[:strings.LastIndex(base, ".")]
 		model, ok := byModel[tmpl]
 		if !ok {
-			t.Fatalf("%s: no tokenizer for template %q", f, tmpl)
+			// Templates added for rendering only (tool calls, reasoning:
+			// chat's own tests hold them to jinja2) have no tokenizer in
+			// the reference set.
+			skipped[tmpl] = true
+			continue
 		}
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
 		texts[model] = append(texts[model], string(b))
+	}
+	if len(texts) < 3 {
+		t.Fatalf("only %d reference tokenizers matched the golden renderings", len(texts))
+	}
+	if len(skipped) > 0 {
+		t.Logf("templates without a reference tokenizer, not tokenized here: %v", skipped)
 	}
 	for model, ts := range texts {
 		tk := refTokenizer(t, model)
