@@ -58,6 +58,9 @@ type Grammar struct {
 	nullable []bool // per seq: every element can match empty
 	ruleNull []bool
 	root     int32
+	// fingerprint names what was compiled (the schema's canonical text),
+	// the part of a mask cache key that says which grammar.
+	fingerprint string
 }
 
 // builder assembles a Grammar; rule ids are handed out before their

@@ -40,6 +40,7 @@ func Compile(schema []byte) (*Grammar, error) {
 		return nil, err
 	}
 	g := c.finish(root)
+	g.fingerprint = "schema " + string(canonical(doc))
 	if g.leftCycle() >= 0 {
 		return nil, &SchemaError{Keyword: "$ref", Msg: "a reference reaches itself before any value is written (left recursion is not implemented)"}
 	}
@@ -50,7 +51,9 @@ func Compile(schema []byte) (*Grammar, error) {
 // {"type":"json_object"}.
 func JSONObject() *Grammar {
 	c := &compiler{b: newBuilder(), refs: map[string]int32{}}
-	return c.finish(c.anyObject())
+	g := c.finish(c.anyObject())
+	g.fingerprint = "json_object"
+	return g
 }
 
 type compiler struct {

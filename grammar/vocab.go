@@ -39,8 +39,11 @@ type Vocab struct {
 	cache map[cacheKey][]uint64
 }
 
+// cacheKey is a grammar's fingerprint and a state's key: compiling the
+// same schema again (the next request with it) gives the same rules in the
+// same order, so its states share the masks already computed.
 type cacheKey struct {
-	g *Grammar
+	g string
 	k string
 }
 
@@ -162,7 +165,7 @@ func (s *State) Allowed(v *Vocab, mask []uint64) (int, error) {
 	if s.done {
 		return 0, nil
 	}
-	k := cacheKey{s.g, s.key()}
+	k := cacheKey{s.g.fingerprint, s.key()}
 	v.mu.Lock()
 	m, ok := v.cache[k]
 	v.mu.Unlock()
