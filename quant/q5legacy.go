@@ -74,22 +74,7 @@ func packQ5(y []byte, l []int8, u []uint8) {
 
 // quantizeQ51Ref is quantize_row_q5_1_ref for one 32-weight block.
 func quantizeQ51Ref(x []float32, y []byte) {
-	min, max := float32(3.40282346638528859811704183484516925440e+38), float32(-3.40282346638528859811704183484516925440e+38)
-	for _, v := range x[:32] {
-		if v < min {
-			min = v
-		}
-		if v > max {
-			max = v
-		}
-	}
-	d := (max - min) / 31
-	var id float32
-	if d != 0 {
-		id = 1 / d
-	}
-	putF16(y[0:], d)
-	putF16(y[2:], min)
+	min, id := minScaleBlock(x, y, 31)
 	var u [32]uint8
 	for j, v := range x[:32] {
 		u[j] = uint8(cTrunc(float32(float32(v-min)*id) + 0.5))
@@ -164,22 +149,7 @@ const q41Bytes = 20
 
 // quantizeQ41Ref is quantize_row_q4_1_ref for one 32-weight block.
 func quantizeQ41Ref(x []float32, y []byte) {
-	min, max := float32(3.40282346638528859811704183484516925440e+38), float32(-3.40282346638528859811704183484516925440e+38)
-	for _, v := range x[:32] {
-		if v < min {
-			min = v
-		}
-		if v > max {
-			max = v
-		}
-	}
-	d := (max - min) / 15
-	var id float32
-	if d != 0 {
-		id = 1 / d
-	}
-	putF16(y[0:], d)
-	putF16(y[2:], min)
+	min, id := minScaleBlock(x, y, 15)
 	for j := 0; j < 16; j++ {
 		xi0 := uint8(min8(15, int8(cTrunc(float32(float32(x[j]-min)*id)+0.5))))
 		xi1 := uint8(min8(15, int8(cTrunc(float32(float32(x[j+16]-min)*id)+0.5))))
@@ -229,4 +199,27 @@ func dotQ41(b []byte, x []float32) float32 {
 		sumX += x[j]
 	}
 	return float32(f16At(b)*sumQX) + float32(f16At(b[2:])*sumX)
+}
+
+// minScaleBlock is the prologue ggml's q4_1 and q5_1 reference quantizers
+// share: the block's min and max over 32 weights, d = (max−min)/levels
+// stored as f16 d then f16 min in y, and the float reciprocal 1/d (0 for
+// a constant block) the weights are scaled by.
+func minScaleBlock(x []float32, y []byte, levels float32) (min, id float32) {
+	min, max := float32(3.40282346638528859811704183484516925440e+38), float32(-3.40282346638528859811704183484516925440e+38)
+	for _, v := range x[:32] {
+		if v < min {
+			min = v
+		}
+		if v > max {
+			max = v
+		}
+	}
+	d := (max - min) / levels
+	if d != 0 {
+		id = 1 / d
+	}
+	putF16(y[0:], d)
+	putF16(y[2:], min)
+	return min, id
 }
