@@ -8,7 +8,7 @@ import "syscall"
 // them back. The read probe and the DRAM benchmarks read from it: on 4 KiB
 // heap pages they would measure TLB misses the engine does not have (on
 // Zen 3 the probe read 13–23% slower and the single-column Q4 kernel
-// 16–24% slower than on huge pages; docs/PERFORMANCE.md, log at cc69911,
+// 16–24% slower than on huge pages; docs/PERFORMANCE.md, log at 0382674,
 // "Session 6: the stream"), and a roofline below what the model's own pages allow would
 // flatter every decode figure judged against it.
 func hugeBytes(n int) ([]byte, func()) {

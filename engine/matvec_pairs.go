@@ -6,7 +6,7 @@ import "github.com/cflow-dev/cflow/cflowfmt"
 // is bounded by how many misses it keeps in flight while it computes, not
 // by the bus; walking two parts of a matrix far apart in the file at once,
 // block by block in turn (dotPair), keeps more of them in flight
-// (docs/PERFORMANCE.md, log at cc69911, "Session 9: two tile streams per
+// (docs/PERFORMANCE.md, log at 0382674, "Session 9: two tile streams per
 // thread"). So on a path with a two-stream kernel a Q4_0 matvec's work
 // item i is the pair of stripes i and i+h, h = ⌈n/2⌉: a thread's
 // contiguous range of items

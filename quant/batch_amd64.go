@@ -275,7 +275,7 @@ func q8Columns(cs []vnniCol, xs []*Vec, g0 int, ys [][]float32) {
 // q8avx2i8x3, one through the single-column kernel. Each column has its
 // own lane and the single-column kernel's arithmetic, so every column
 // keeps Dot's bits. One pass over the tile keeps the DRAM stream going
-// where a call per column stalled it (docs/PERFORMANCE.md, log at cc69911, "Session 12:
+// where a call per column stalled it (docs/PERFORMANCE.md, log at 0382674, "Session 12:
 // Q8_0 two- and three-column kernels"). Spelled out beside
 // dotQ4AVX2I8Batch, not shared with it: a helper taking the kernels as
 // func values would make the calls indirect and the column arrays escape.

@@ -233,7 +233,7 @@ func BenchmarkDotBatch(b *testing.B) {
 // BenchmarkDotBatchTile times one L1-resident 128×256 tile (the file's
 // tile size) against B columns, Dot for B=1 and DotBatch otherwise: the
 // multi-column kernels' arithmetic rate with no memory traffic, the figure
-// their tuning is judged by (docs/PERFORMANCE.md, log at cc69911, "Zen 3: q4avx2i8x4").
+// their tuning is judged by (docs/PERFORMANCE.md, log at 0382674, "Zen 3: q4avx2i8x4").
 // Timing 20 calls at a time, best-ns/call is the fastest of those laps: on
 // a shared machine the best lap is the one no other process interrupted.
 func BenchmarkDotBatchTile(b *testing.B) {

@@ -54,7 +54,7 @@ func archKernels(f CPUFeatures) []*Kernel {
 		// the same bits, faster on Zen 3 in their avx2i8 form, not yet
 		// measured on a VNNI CPU, so it is chosen by name (CFLOW_KERNEL,
 		// --kernel) and vnni stays the default until it is
-		// (docs/PERFORMANCE.md, log at cc69911, "Session 11").
+		// (docs/PERFORMANCE.md, log at 0382674, "Session 11").
 		pair := *vnni
 		pair.name, pair.q4pair = "vnnipair", dotQ4VNNI512Pair
 		pair.q4batch, pair.q8batch = dotQ4VNNI512BatchX, dotQ8VNNI512BatchX
@@ -62,7 +62,7 @@ func archKernels(f CPUFeatures) []*Kernel {
 		// (the rows as lanes: exact integer group sums, one float step per
 		// four rows) and its own two-stream kernel: about 0.73× vnni's
 		// cycles per four-column step in LLVM's Sapphire Rapids and Zen 4
-		// models (docs/PERFORMANCE.md, log at cc69911, "Session 12"); other bits than
+		// models (docs/PERFORMANCE.md, log at 0382674, "Session 12"); other bits than
 		// vnni's, not yet measured, so chosen by name.
 		rl := *vnni
 		rl.name, rl.q4, rl.q4batch, rl.q4pair = "vnnirl", dotQ4VNNIRL, dotQ4VNNIRLBatch, dotQ4VNNIRLPair

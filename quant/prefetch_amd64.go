@@ -9,7 +9,7 @@ import "unsafe"
 // geometry and slice headers) before it can start on the tile's data; with
 // the whole weight stream flowing through the caches in between, the
 // descriptor is a cache miss every time unless it is asked for one tile
-// ahead (docs/PERFORMANCE.md, log at cc69911, "Session 6"). p need not be
+// ahead (docs/PERFORMANCE.md, log at 0382674, "Session 6"). p need not be
 // valid: a prefetch never faults.
 //
 //go:noescape

@@ -154,7 +154,7 @@ func checkThreads(cmd string, n int) error {
 // preemption of the engine goroutine (the scheduler's 10 ms slices) wakes
 // an OS thread for that P, a futex call, and the goroutine may resume on
 // the other CPU with cold caches: a 1-thread decode token measured 2–3%
-// faster on one P (docs/PERFORMANCE.md, log at cc69911, "Session 9: a 1-thread command on
+// faster on one P (docs/PERFORMANCE.md, log at 0382674, "Session 9: a 1-thread command on
 // one P"). Other counts keep every P: a multi-thread engine's waiting
 // callers poll beside its workers.
 func onOneCPU(threads int) (restore func()) {

@@ -11,7 +11,7 @@ import (
 // HugePages is how much of a mapping the kernel maps with 2 MiB (PMD)
 // page-table entries. Decode streams the whole model mapping once per
 // token; the part on 4 KiB pages costs a TLB miss every 4 KiB. On the
-// Zen 3 VM (docs/PERFORMANCE.md, log at cc69911, "Session 7: the model mapping on 2 MiB
+// Zen 3 VM (docs/PERFORMANCE.md, log at 0382674, "Session 7: the model mapping on 2 MiB
 // pages") the TinyLlama-geometry Q4_0 file decoded 1.12× (one thread) and
 // 1.22× (two) faster from 2 MiB folios than from 4 KiB ones, medians of
 // interleaved rounds.

@@ -15,7 +15,7 @@ import (
 // streams all of it every token, and on 4 KiB pages it paid a TLB miss per
 // page (on the Zen 3 VM decode ran 1.12× faster at one thread and 1.22×
 // at two from 2 MiB than from 4 KiB folios, interleaved rounds;
-// docs/PERFORMANCE.md, log at cc69911, "Session 7: the model mapping on 2 MiB pages").
+// docs/PERFORMANCE.md, log at 0382674, "Session 7: the model mapping on 2 MiB pages").
 func MapFile(path string) (data []byte, mapped bool, release func() error, err error) {
 	f, err := os.Open(path)
 	if err != nil {

@@ -53,7 +53,7 @@ type avx2i8Tables struct{ sc16mask, q4ones Mem }
 // hint keeps them from displacing the activations, KV cache and norms
 // that the token's serial work reads next; the stream runs at the same
 // rate as with PREFETCHT0, and a decode token's 2-thread pass took 0.94x
-// the time (docs/PERFORMANCE.md, log at cc69911, "Session 6: the stream"). The
+// the time (docs/PERFORMANCE.md, log at 0382674, "Session 6: the stream"). The
 // multi-column kernels keep PREFETCHT0: a 4-token pass was no faster with
 // NTA. Without it a multi-column tile streaming from DRAM ran at about 60%
 // of its L1-resident speed ("Zen 3: q4avx2i8x4 and q8avx2i8x4"). Past a
@@ -209,7 +209,7 @@ func (g *gen) q4avx2i8(t avx2i8Tables) {
 // same columns, so one column preparation serves both. Blocks of four rows
 // are taken from A and B in turn, each stream prefetching pfd ahead of
 // its own block: two DRAM streams far apart in the file keep more of one
-// core's misses in flight than one stream does (docs/PERFORMANCE.md, log at cc69911,
+// core's misses in flight than one stream does (docs/PERFORMANCE.md, log at 0382674,
 // "Session 9: two tile streams per thread"). Each block is the same
 // instruction sequence as q4avx2i8's, so every row gets the bits Dot
 // gives it. Between blocks the streams' cursors swap: A's DI, SI, R9 with

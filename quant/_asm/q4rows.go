@@ -268,7 +268,7 @@ func (g *gen) q4Entry(slot int, sc16mask Mem, gen string) {
 // ahead of DI, its first lines 64-byte lines (7 or all 8 of a full
 // 512-byte block), then for the scale line d/8 ahead of SI: the Q4 loops'
 // per-block prefetches. The decode kernel passes PREFETCHNTA, the
-// multi-column kernels PREFETCHT0 (docs/PERFORMANCE.md, log at cc69911, "Session 6: the
+// multi-column kernels PREFETCHT0 (docs/PERFORMANCE.md, log at 0382674, "Session 6: the
 // stream").
 func (g *gen) q4Prefetch(op func(Op), d, lines int) {
 	for i := 0; i < lines; i++ {
@@ -337,7 +337,7 @@ func (g *gen) q4NextGen(gen string) {
 // frameShifts are the displacements k of a kernel's copies of its body,
 // one per SP mod 32 (Go aligns SP to 8 only): copy k reads the frame at
 // SP+k, 32-byte aligned, so no 32-byte frame load crosses a cache line
-// (docs/PERFORMANCE.md, log at cc69911, "Session 7"). Reading the frame through another
+// (docs/PERFORMANCE.md, log at 0382674, "Session 7"). Reading the frame through another
 // base register (SP rounded up) was slower from DRAM on Zen 3 ("Session
 // 6: the schedule").
 var frameShifts = []int{0, 8, 16, 24}
