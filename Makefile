@@ -4,7 +4,7 @@ BIN     := bin/cflowc
 PY      ?= /usr/bin/python3
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: tokref llama-src build test test-unit test-noasm fuzz-short serve-attack test-avx512 test-avx512-e2e vet demo bench bench-kernels golden golden-test clean
+.PHONY: tokref llama-src test-llama build test test-unit test-noasm fuzz-short serve-attack test-avx512 test-avx512-e2e vet demo bench bench-kernels golden golden-test clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/cflowc
@@ -33,6 +33,16 @@ tokref:
 # templates then require it.
 llama-src:
 	./scripts/llama-src.sh > /dev/null
+
+# Tests against llama.cpp's built tools and libllama (bench/llama-cpp.sh
+# builds them from the npm bundle: about 15 minutes on 2 cores, so not part
+# of `test`). Such tests are named TestLlamaCpp*, read the tools' folder from
+# CFLOW_LLAMA_BIN and skip without it; here they are required.
+LLAMA_TOOLS ?= llama-quantize llama-server llama-imatrix llama-perplexity
+test-llama: tokref llama-src
+	EXTRA_TARGETS="$(LLAMA_TOOLS)" ./bench/llama-cpp.sh > /dev/null
+	CFLOW_LLAMA_BIN=$(CURDIR)/bench/llama.cpp/build/bin CFLOW_REQUIRE_LLAMA_BIN=1 \
+		CFLOW_REQUIRE_TOKREF=1 CFLOW_REQUIRE_LLAMA_SRC=1 $(GO) test -run 'TestLlamaCpp' ./...
 
 test-unit: tokref llama-src
 	CFLOW_REQUIRE_TOKREF=1 CFLOW_REQUIRE_LLAMA_SRC=1 $(GO) test ./...
