@@ -92,10 +92,11 @@ func (c *gemma3Config) apply(s *modelSpec, ck *checkpoint) error {
 		}
 		h.FinalLogitSoftcap = float32(*c.FinalLogitSoftcapping)
 	}
-	// Norms: every *norm.weight of the checkpoint is stored as 1 + w.
+	// Norms: every *norm.weight of the checkpoint is stored as 1 + w
+	// (a Gemma GGUF holds 1 + w already).
 	for name, t := range ck.tensors {
 		if strings.HasSuffix(name, "norm.weight") {
-			t.plusOne = true
+			t.plusOne = !t.normShifted
 		}
 	}
 	if err := s.qkNorm(ck); err != nil {

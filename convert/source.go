@@ -31,9 +31,9 @@ type source struct {
 	tokenizer *tokenizer.Source  // nil when the input carries no tokenizer
 	notes     []string           // what the conversion leaves out on purpose, for the user
 	maps      []*mapping         // the file mappings the tensors alias, unmapped by close
-	// A GGUF's q/k row view (source_gguf.go): whether its rows are
-	// permuted, and the head counts and size that undo it.
-	ggufPermuted                        bool
+	// A GGUF's architecture (source_gguf.go): its names, whether its q/k
+	// rows are permuted, and the head counts and size that undo it.
+	ggufArch                            ggufArch
 	ggufHeads, ggufKVHeads, ggufHeadDim int
 }
 

@@ -1,7 +1,6 @@
 package convert
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,24 +13,49 @@ import (
 )
 
 // ggufArch is how one llama.cpp architecture maps back onto a Hugging Face
-// one: the architectures/model_type config.json names, and whether the
+// one: the architectures/model_type config.json names, whether the
 // HF→GGUF converter permuted the q/k rows into adjacent-pair RoPE order
-// (the llama architecture; NEOX ones keep HF's split-half order).
+// (the llama architecture; NEOX ones keep HF's split-half order), the
+// per-layer names that differ from ggufTensorNames, whether the converter
+// stored every norm weight as 1 + w (Gemma: conversion/gemma.py's
+// norm_shift, which the family would otherwise add), and the
+// architecture's own ARCH.* keys (source_gguf_config.go).
 type ggufArch struct {
 	hfArch, modelType string
 	permuted          bool
+	names             map[string]string
+	normsShifted      bool
+	keys              func(h *ggufHyper, cfg map[string]any) error
 }
 
 // ggufArchs are the GGUF architectures cflow imports; any other is refused
-// by name.
+// by name. A llama file with llama.expert_count is Mixtral (ggufMixtral).
 var ggufArchs = map[string]ggufArch{
-	"llama": {"LlamaForCausalLM", "llama", true},
-	"qwen2": {"Qwen2ForCausalLM", "qwen2", false},
-	"qwen3": {"Qwen3ForCausalLM", "qwen3", false},
+	"llama": {hfArch: "LlamaForCausalLM", modelType: "llama", permuted: true},
+	"qwen2": {hfArch: "Qwen2ForCausalLM", modelType: "qwen2"},
+	"qwen3": {hfArch: "Qwen3ForCausalLM", modelType: "qwen3"},
 	// qwen3moe: llama.cpp's graph renormalizes the top-k weights after a
 	// softmax (build_moe_ffn with norm_w), i.e. norm_topk_prob.
-	"qwen3moe": {"Qwen3MoeForCausalLM", "qwen3_moe", false},
+	"qwen3moe": {hfArch: "Qwen3MoeForCausalLM", modelType: "qwen3_moe", keys: qwen3moeKeys},
+	// gemma3: the four norms under Gemma's names, stored as 1 + w.
+	"gemma3": {hfArch: "Gemma3ForCausalLM", modelType: "gemma3_text", normsShifted: true, keys: gemma3Keys,
+		names: map[string]string{
+			"ffn_norm.weight":            "pre_feedforward_layernorm.weight",
+			"post_attention_norm.weight": "post_attention_layernorm.weight",
+			"post_ffw_norm.weight":       "post_feedforward_layernorm.weight",
+		}},
 }
+
+// ggufMixtral is the llama architecture with experts (llama.cpp's llama
+// graph runs build_moe_ffn with a softmax and renormalized top-k weights,
+// Mixtral's routing): the router and the experts under Mixtral's names.
+var ggufMixtral = ggufArch{hfArch: "MixtralForCausalLM", modelType: "mixtral", permuted: true, keys: mixtralKeys,
+	names: map[string]string{
+		"ffn_gate_inp.weight":  "block_sparse_moe.gate.weight",
+		"ffn_gate_exps.weight": "block_sparse_moe.experts.%d.w1.weight",
+		"ffn_up_exps.weight":   "block_sparse_moe.experts.%d.w3.weight",
+		"ffn_down_exps.weight": "block_sparse_moe.experts.%d.w2.weight",
+	}}
 
 // ggufTensorNames map llama.cpp's per-layer tensor names (blk.N.X) back to
 // Hugging Face's (model.layers.N.Y), and its global ones; a name not here
@@ -52,15 +76,18 @@ var ggufTensorNames = map[string]string{
 	"ffn_gate.weight":     "mlp.gate_proj.weight",
 	"ffn_up.weight":       "mlp.up_proj.weight",
 	"ffn_down.weight":     "mlp.down_proj.weight",
+	"ffn_gate.bias":       "mlp.gate_proj.bias",
+	"ffn_up.bias":         "mlp.up_proj.bias",
+	"ffn_down.bias":       "mlp.down_proj.bias",
 	"ffn_gate_inp.weight": "mlp.gate.weight",
 }
 
 // ggufExpertNames are the stacked expert tensors (ne2 = experts), split
-// into the expert bank's per-expert HF names.
+// into the expert bank's per-expert HF names (%d: the expert).
 var ggufExpertNames = map[string]string{
-	"ffn_gate_exps.weight": "gate_proj.weight",
-	"ffn_up_exps.weight":   "up_proj.weight",
-	"ffn_down_exps.weight": "down_proj.weight",
+	"ffn_gate_exps.weight": "mlp.experts.%d.gate_proj.weight",
+	"ffn_up_exps.weight":   "mlp.experts.%d.up_proj.weight",
+	"ffn_down_exps.weight": "mlp.experts.%d.down_proj.weight",
 }
 
 var ggufGlobalNames = map[string]string{
@@ -125,181 +152,6 @@ func openGGUF(path string, mapped func(string)) (s *source, err error) {
 	return s, nil
 }
 
-// ggufHyper is the ARCH.* keys a config is made of; each is read once
-// and every other ARCH.* key is refused by name, as an unknown config.json
-// key that changes the computation is.
-type ggufHyper struct {
-	f     *gguf.File
-	arch  string
-	taken map[string]bool
-}
-
-func (h *ggufHyper) key(k string) string { h.taken[h.arch+"."+k] = true; return h.arch + "." + k }
-
-func (h *ggufHyper) int(k string, def int64, required bool) (int64, error) {
-	key := h.key(k)
-	if required && h.f.Lookup(key) == nil {
-		return 0, fmt.Errorf("gguf: %s is missing", key)
-	}
-	return h.f.IntOr(key, def)
-}
-
-func (s *source) ggufConfig(f *gguf.File) error {
-	archName, err := f.StringOr("general.architecture", "")
-	if err != nil {
-		return err
-	}
-	a, ok := ggufArchs[archName]
-	if !ok {
-		return fmt.Errorf("gguf: general.architecture %q is not imported (cflow imports llama, qwen2, qwen3, qwen3moe)", archName)
-	}
-	h := &ggufHyper{f: f, arch: archName, taken: map[string]bool{}}
-	cfg := map[string]any{"architectures": []string{a.hfArch}, "model_type": a.modelType, "hidden_act": "silu", "torch_dtype": "float32"}
-	for _, k := range []struct {
-		gguf, hf string
-		req      bool
-	}{
-		{"embedding_length", "hidden_size", true}, {"feed_forward_length", "intermediate_size", true},
-		{"block_count", "num_hidden_layers", true}, {"attention.head_count", "num_attention_heads", true},
-		{"context_length", "max_position_embeddings", false},
-	} {
-		v, err := h.int(k.gguf, 0, k.req)
-		if err != nil {
-			return err
-		}
-		if v > 0 {
-			cfg[k.hf] = v
-		}
-	}
-	heads := cfg["num_attention_heads"].(int64)
-	kv, err := h.int("attention.head_count_kv", heads, false)
-	if err != nil {
-		return err
-	}
-	cfg["num_key_value_heads"] = kv
-	if heads <= 0 || kv <= 0 || cfg["hidden_size"].(int64)%heads != 0 {
-		return fmt.Errorf("gguf: %d heads, %d KV heads for a width of %d", heads, kv, cfg["hidden_size"])
-	}
-	hd := cfg["hidden_size"].(int64) / heads
-	kl, err := h.int("attention.key_length", hd, false)
-	if err != nil {
-		return err
-	}
-	vl, err := h.int("attention.value_length", kl, false)
-	if err != nil {
-		return err
-	}
-	if kl != vl {
-		return fmt.Errorf("gguf: %s %d differs from %s %d, which cflow does not implement", h.key("attention.key_length"), kl, h.key("attention.value_length"), vl)
-	}
-	if kl != hd || archName == "qwen3" {
-		cfg["head_dim"] = kl
-	}
-	rot, err := h.int("rope.dimension_count", kl, false)
-	if err != nil {
-		return err
-	}
-	if rot != kl {
-		return fmt.Errorf("gguf: %s %d rotates part of a head of %d, which cflow does not implement", h.key("rope.dimension_count"), rot, kl)
-	}
-	eps, err := f.FloatOr(h.key("attention.layer_norm_rms_epsilon"), 0)
-	if err != nil {
-		return err
-	}
-	if eps <= 0 {
-		return fmt.Errorf("gguf: %s is missing", h.key("attention.layer_norm_rms_epsilon"))
-	}
-	cfg["rms_norm_eps"] = eps
-	theta, err := f.FloatOr(h.key("rope.freq_base"), 10000)
-	if err != nil {
-		return err
-	}
-	cfg["rope_theta"] = theta
-	scaling, err := f.StringOr(h.key("rope.scaling.type"), "none")
-	if err != nil {
-		return err
-	}
-	switch scaling {
-	case "none":
-	case "linear":
-		factor, err := f.FloatOr(h.key("rope.scaling.factor"), 0)
-		if err != nil {
-			return err
-		}
-		cfg["rope_scaling"] = map[string]any{"type": "linear", "factor": factor}
-	default:
-		return fmt.Errorf("gguf: %s %q is not implemented (none and linear are)", h.key("rope.scaling.type"), scaling)
-	}
-	if v, err := h.int("vocab_size", 0, false); err != nil {
-		return err
-	} else if v > 0 {
-		cfg["vocab_size"] = v
-	}
-	emb, ok := f.Tensor("token_embd.weight")
-	if !ok || len(emb.Dims) != 2 {
-		return fmt.Errorf("gguf: no 2-D token_embd.weight")
-	}
-	if v, ok := cfg["vocab_size"]; ok && uint64(v.(int64)) != emb.Dims[1] {
-		return fmt.Errorf("gguf: %s %d, but token_embd.weight has %d rows", h.key("vocab_size"), v, emb.Dims[1])
-	}
-	cfg["vocab_size"] = emb.Dims[1]
-	_, hasOutput := f.Tensor("output.weight")
-	cfg["tie_word_embeddings"] = !hasOutput
-	if archName == "llama" {
-		_, bias := f.Tensor("blk.0.attn_q.bias")
-		cfg["attention_bias"] = bias
-		cfg["mlp_bias"] = false
-	}
-	if archName == "qwen2" || archName == "qwen3" || archName == "qwen3moe" {
-		cfg["use_sliding_window"] = false
-	}
-	if archName == "qwen3moe" {
-		for _, k := range []struct{ gguf, hf string }{{"expert_count", "num_experts"}, {"expert_used_count", "num_experts_per_tok"},
-			{"expert_feed_forward_length", "moe_intermediate_size"}} {
-			v, err := h.int(k.gguf, 0, true)
-			if err != nil {
-				return err
-			}
-			cfg[k.hf] = v
-		}
-		cfg["norm_topk_prob"], cfg["decoder_sparse_step"], cfg["mlp_only_layers"] = true, 1, []int{}
-		if sc, err := f.FloatOr(h.key("expert_weights_scale"), 1); err != nil {
-			return err
-		} else if sc != 1 {
-			return fmt.Errorf("gguf: %s %g is not implemented", h.key("expert_weights_scale"), sc)
-		}
-	}
-	for _, k := range []struct{ gguf, hf string }{{"tokenizer.ggml.bos_token_id", "bos_token_id"}, {"tokenizer.ggml.eos_token_id", "eos_token_id"}} {
-		if kv := f.Lookup(k.gguf); kv != nil {
-			id, err := kv.Int()
-			if err != nil {
-				return err
-			}
-			cfg[k.hf] = id
-		}
-	}
-	// general.name is the model's name, which convert stores as the
-	// checkpoint's hub id.
-	if name, err := f.StringOr("general.name", ""); err != nil {
-		return err
-	} else if name != "" && !strings.ContainsAny(name, "/\\") {
-		cfg["_name_or_path"] = name
-	}
-	for _, kv := range f.KVs {
-		if strings.HasPrefix(kv.Key, archName+".") && !h.taken[kv.Key] {
-			return fmt.Errorf("gguf: metadata %s is not implemented (it may change the computation)", kv.Key)
-		}
-	}
-	js, err := json.Marshal(cfg)
-	if err != nil {
-		return err
-	}
-	s.config = configDoc{file: s.path + " (ARCH.* keys)", json: js}
-	s.ggufPermuted = a.permuted
-	s.ggufHeads, s.ggufKVHeads, s.ggufHeadDim = int(heads), int(kv), int(kl)
-	return nil
-}
-
 func (s *source) ggufTensors(f *gguf.File) error {
 	for i := range f.Tensors {
 		ti := &f.Tensors[i]
@@ -311,13 +163,16 @@ func (s *source) ggufTensors(f *gguf.File) error {
 		if err != nil {
 			return err
 		}
+		if ti.Name == ggufRopeFreqs {
+			continue // the llama3 scaling it states is in the config (ggufRopeScaling)
+		}
 		if layer, ok := isExperts(ti.Name); ok {
 			if err := s.splitExperts(ti, layer, dt, data); err != nil {
 				return err
 			}
 			continue
 		}
-		name, err := hfNameOf(ti.Name)
+		name, err := s.ggufArch.hfName(ti.Name)
 		if err != nil {
 			return err
 		}
@@ -334,7 +189,8 @@ func (s *source) ggufTensors(f *gguf.File) error {
 		if err != nil {
 			return err
 		}
-		if s.ggufPermuted && (strings.HasSuffix(ti.Name, ".attn_q.weight") || strings.HasSuffix(ti.Name, ".attn_k.weight")) {
+		t.normShifted = s.ggufArch.normsShifted && strings.HasSuffix(name, "norm.weight")
+		if s.ggufArch.permuted && (strings.HasSuffix(ti.Name, ".attn_q.weight") || strings.HasSuffix(ti.Name, ".attn_k.weight")) {
 			heads := s.ggufHeads
 			if strings.HasSuffix(ti.Name, ".attn_k.weight") {
 				heads = s.ggufKVHeads
@@ -352,13 +208,16 @@ func (s *source) ggufTensors(f *gguf.File) error {
 	return nil
 }
 
-// hfNameOf maps a GGUF tensor name to the Hugging Face name the families'
-// naming tables use.
-func hfNameOf(name string) (string, error) {
+// hfName maps a GGUF tensor name to the Hugging Face name the family's
+// naming table uses: the architecture's own names first.
+func (a *ggufArch) hfName(name string) (string, error) {
 	if hf, ok := ggufGlobalNames[name]; ok {
 		return hf, nil
 	}
 	if m := ggufLayerName.FindStringSubmatch(name); m != nil {
+		if hf, ok := a.names[m[2]]; ok {
+			return "model.layers." + m[1] + "." + hf, nil
+		}
 		if hf, ok := ggufTensorNames[m[2]]; ok {
 			return "model.layers." + m[1] + "." + hf, nil
 		}
@@ -396,10 +255,14 @@ func (s *source) splitExperts(ti *gguf.TensorInfo, layer string, dt dtype, data 
 		return fmt.Errorf("gguf: stacked expert tensor %s has dimensions %v, want [in, out, experts]", ti.Name, ti.Dims)
 	}
 	experts := int(ti.Dims[2])
-	part := ggufExpertNames[ggufLayerName.FindStringSubmatch(ti.Name)[2]]
+	kind := ggufLayerName.FindStringSubmatch(ti.Name)[2]
+	part, ok := s.ggufArch.names[kind]
+	if !ok {
+		part = ggufExpertNames[kind]
+	}
 	per := len(data) / experts
 	for e := 0; e < experts; e++ {
-		n := fmt.Sprintf("%s.mlp.experts.%d.%s", layer, e, part)
+		n := layer + "." + fmt.Sprintf(part, e)
 		t, err := newTensor(n, s.path, dt, []int{int(ti.Dims[1]), int(ti.Dims[0])}, data[e*per:(e+1)*per])
 		if err != nil {
 			return err

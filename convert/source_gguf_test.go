@@ -3,6 +3,7 @@ package convert
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,15 +17,29 @@ import (
 // writer made of it (testdata/mkgguf.py: convert_hf_to_gguf.py's names,
 // keys and, for the llama architecture, its q/k row permutation), and
 // requires the same file byte for byte, in both formats and codecs: the
-// GGUF source recovers the checkpoint exactly.
+// GGUF source recovers the checkpoint exactly. Llama 3's rope_freqs comes
+// back as its rope_scaling; Mixtral is the llama architecture with
+// experts. Gemma 3 is compared with the checkpoint as llama.cpp computes
+// it (HF_FAMILIES.md, "llama.cpp departs"): the attention scale
+// head_dim^-1/2 and the embedding scale √d unrounded, which is what a
+// gemma3 GGUF states; its norms, stored as 1 + w, are carried as they are.
 func TestGGUFMatchesHF(t *testing.T) {
-	for _, name := range []string{"llama_linear", "qwen2", "qwen3", "qwen3_moe"} {
+	families := filepath.Join("..", "golden", "families", "fixtures")
+	gemma3 := llamaCppGemma3(t, filepath.Join(families, "gemma3"))
+	for _, name := range []string{"llama_linear", "qwen2", "qwen3", "qwen3_moe", "llama3", "mixtral", "gemma3"} {
+		src := filepath.Join(families, name)
+		switch name {
+		case "mixtral":
+			src = filepath.Join("..", "golden", "fixtures", "mixtral")
+		case "gemma3":
+			src = gemma3
+		}
 		for _, ext := range []string{".cflow", ".vflow"} {
 			for _, q := range []quant.Type{quant.F32, quant.Q8_0} {
 				dir := t.TempDir()
 				hf, gg := filepath.Join(dir, "hf"+ext), filepath.Join(dir, "gguf"+ext)
 				opt := Options{Quant: q}
-				if _, err := Convert(context.Background(), filepath.Join("..", "golden", "families", "fixtures", name), hf, opt); err != nil {
+				if _, err := Convert(context.Background(), src, hf, opt); err != nil {
 					t.Fatalf("%s: HF: %v", name, err)
 				}
 				if _, err := Convert(context.Background(), filepath.Join("testdata", name+".gguf"), gg, opt); err != nil {
@@ -38,6 +53,34 @@ func TestGGUFMatchesHF(t *testing.T) {
 			}
 		}
 	}
+}
+
+// llamaCppGemma3 is a copy of a Gemma 3 checkpoint whose config states
+// what llama.cpp's gemma3 computes (query_pre_attn_scalar = head_dim, the
+// embedding scale in float32), same weights.
+func llamaCppGemma3(t *testing.T, dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["query_pre_attn_scalar"], cfg["torch_dtype"] = cfg["head_dim"], "float32"
+	out := filepath.Join(t.TempDir(), filepath.Base(dir)) // the model's name
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = json.Marshal(cfg)
+	if err := os.WriteFile(filepath.Join(out, "config.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs(filepath.Join(dir, "model.safetensors"))
+	if err := os.Symlink(abs, filepath.Join(out, "model.safetensors")); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // TestGGUFRefusesRequantization: a Q8_0 tensor (written by gguf-py's own

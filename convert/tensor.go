@@ -58,6 +58,9 @@ type tensor struct {
 	// plusOne: the tensor is a Gemma-style norm weight applied as (1 + w);
 	// vector returns 1 + w so the runtime's plain norm computes it.
 	plusOne bool
+	// normShifted: the source stored the norm as 1 + w already (a Gemma
+	// GGUF), so plusOne must not be set again.
+	normShifted bool
 	// unsupported, when set, says why the tensor cannot be converted
 	// (an integer dtype, a 3-D shape); it is an error only if used.
 	unsupported string
