@@ -190,15 +190,23 @@ func (s *source) ggufTensors(f *gguf.File) error {
 			return err
 		}
 		t.normShifted = s.ggufArch.normsShifted && strings.HasSuffix(name, "norm.weight")
-		if s.ggufArch.permuted && (strings.HasSuffix(ti.Name, ".attn_q.weight") || strings.HasSuffix(ti.Name, ".attn_k.weight")) {
+		if q, k := strings.Contains(ti.Name, ".attn_q."), strings.Contains(ti.Name, ".attn_k."); s.ggufArch.permuted && (q || k) {
 			heads := s.ggufHeads
-			if strings.HasSuffix(ti.Name, ".attn_k.weight") {
+			if k {
 				heads = s.ggufKVHeads
 			}
-			if t.rows != heads*s.ggufHeadDim {
-				return fmt.Errorf("gguf: tensor %s has %d rows, %d heads of %d need %d", ti.Name, t.rows, heads, s.ggufHeadDim, heads*s.ggufHeadDim)
+			n := t.rows
+			if len(ti.Dims) == 1 {
+				n = t.cols // a bias, permuted as the rows it adds to
 			}
-			t.rowOf = splitHalfRow(s.ggufHeadDim)
+			if n != heads*s.ggufHeadDim {
+				return fmt.Errorf("gguf: tensor %s has %d rows, %d heads of %d need %d", ti.Name, n, heads, s.ggufHeadDim, heads*s.ggufHeadDim)
+			}
+			if len(ti.Dims) == 1 {
+				t.data = unpermuteVector(t.data, t.dt.size(), splitHalfRow(s.ggufHeadDim))
+			} else {
+				t.rowOf = splitHalfRow(s.ggufHeadDim)
+			}
 		}
 		if err := t.checkFinite(); err != nil {
 			return err
@@ -273,4 +281,14 @@ func (s *source) splitExperts(ti *gguf.TensorInfo, layer string, dt dtype, data 
 		s.tensors[n] = t
 	}
 	return nil
+}
+
+// unpermuteVector is a bias of the rows rowOf views back: element r of the
+// copy is element rowOf(r) of data (es bytes each).
+func unpermuteVector(data []byte, es int, rowOf func(int) int) []byte {
+	out := make([]byte, len(data))
+	for r := 0; r < len(data)/es; r++ {
+		copy(out[r*es:(r+1)*es], data[rowOf(r)*es:])
+	}
+	return out
 }

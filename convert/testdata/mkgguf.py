@@ -169,9 +169,9 @@ def write(fixture, arch, dest, quants=None, f32=False, base=None):
                 else:
                     w.add_tensor(f"blk.{l}.{g}.weight", st)
     for hf, (dt, t) in ts.items():
-        if arch == "llama" and hf.endswith("q_proj.weight"):
+        if arch == "llama" and hf.endswith(("q_proj.weight", "q_proj.bias")):
             t = permute(t, c["num_attention_heads"], c["num_attention_heads"])
-        if arch == "llama" and hf.endswith("k_proj.weight"):
+        if arch == "llama" and hf.endswith(("k_proj.weight", "k_proj.bias")):
             t = permute(t, c["num_attention_heads"], c["num_key_value_heads"])
         if (f32 or (arch == "gemma3" and hf.endswith("norm.weight"))) and dt != "F32":  # exact: every f16 and bf16 is an f32
             dt, t = "F32", widen(dt, t)
