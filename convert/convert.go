@@ -37,6 +37,11 @@ type Options struct {
 	// Progress receives a live bar when ProgressBar is true (a terminal).
 	Progress    io.Writer
 	ProgressBar bool
+	// Requant lets a GGUF's tensors of types cflow does not carry but can
+	// dequantize (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) be dequantized and
+	// quantized with Quant; without it they are refused by name.
+	// Result.Requantized says what each cost.
+	Requant bool
 
 	onProgress func()            // test hook, called after each written tile or norm
 	onMapped   func(file string) // test hook, called after each input file is mapped, before it is read
@@ -55,6 +60,9 @@ type Result struct {
 	// Notes say what the conversion left out on purpose (a multimodal
 	// checkpoint's vision and audio towers); the CLI prints them.
 	Notes []string
+	// Requantized is each tensor --requant dequantized and requantized,
+	// with the error that cost (RequantSummary prints it).
+	Requantized []RequantCost
 }
 
 // Summary is the one line cflowc prints at the end: input and output bytes,
@@ -94,6 +102,10 @@ func Convert(ctx context.Context, input, output string, opt Options) (*Result, e
 	}
 	defer src.close()
 	if err := checkNoRequant(src, opt.Quant); err != nil {
+		return nil, err
+	}
+	requantized, err := requantForeign(src, opt.Requant, opt.Quant)
+	if err != nil {
 		return nil, err
 	}
 	p, fc, err := decodeFamily(src.config, opt.Model)
@@ -187,5 +199,5 @@ func Convert(ctx context.Context, input, output string, opt Options) (*Result, e
 		return nil, err
 	}
 	return &Result{Input: input, Output: output, Format: format, Architecture: s.p.name, Header: s.h,
-		InputBytes: inBytes, OutputBytes: st.Size(), Elapsed: time.Since(start), Plan: rec, Notes: c.notes}, nil
+		InputBytes: inBytes, OutputBytes: st.Size(), Elapsed: time.Since(start), Plan: rec, Notes: c.notes, Requantized: requantized}, nil
 }

@@ -156,8 +156,12 @@ func (s *source) ggufTensors(f *gguf.File) error {
 	for i := range f.Tensors {
 		ti := &f.Tensors[i]
 		dt, ok := ggufDtypes[ti.Type]
+		var requant quant.Type // F32: carried as it is
 		if !ok {
-			return fmt.Errorf("gguf: tensor %s is %s, which cflow does not import yet (F32, F16, BF16, Q8_0 and Q4_0 are carried as they are)", ti.Name, ti.Type)
+			requant, ok = ggufRequantable[ti.Type]
+		}
+		if !ok {
+			return fmt.Errorf("gguf: tensor %s is %s, which cflow does not import yet (F32, F16, BF16, Q8_0 and Q4_0 are carried as they are; --requant reads %s)", ti.Name, ti.Type, ggufTypeList(ggufRequantable))
 		}
 		data, err := f.TensorData(ti)
 		if err != nil {
@@ -167,7 +171,7 @@ func (s *source) ggufTensors(f *gguf.File) error {
 			continue // the llama3 scaling it states is in the config (ggufRopeScaling)
 		}
 		if layer, ok := isExperts(ti.Name); ok {
-			if err := s.splitExperts(ti, layer, dt, data); err != nil {
+			if err := s.splitExperts(ti, layer, dt, requant, data); err != nil {
 				return err
 			}
 			continue
@@ -185,7 +189,7 @@ func (s *source) ggufTensors(f *gguf.File) error {
 		default:
 			return fmt.Errorf("gguf: tensor %s has %d dimensions %v, which only stacked experts may have", ti.Name, len(ti.Dims), ti.Dims)
 		}
-		t, err := newTensor(name, s.path, dt, shape, data)
+		t, err := s.ggufTensor(name, ti, dt, requant, shape, data)
 		if err != nil {
 			return err
 		}
@@ -202,8 +206,10 @@ func (s *source) ggufTensors(f *gguf.File) error {
 			if n != heads*s.ggufHeadDim {
 				return fmt.Errorf("gguf: tensor %s has %d rows, %d heads of %d need %d", ti.Name, n, heads, s.ggufHeadDim, heads*s.ggufHeadDim)
 			}
-			if len(ti.Dims) == 1 {
+			if len(ti.Dims) == 1 && t.foreign == nil {
 				t.data = unpermuteVector(t.data, t.dt.size(), splitHalfRow(s.ggufHeadDim))
+			} else if len(ti.Dims) == 1 {
+				return fmt.Errorf("gguf: bias %s is %s, which --requant does not read", ti.Name, ti.Type)
 			} else {
 				t.rowOf = splitHalfRow(s.ggufHeadDim)
 			}
@@ -214,6 +220,15 @@ func (s *source) ggufTensors(f *gguf.File) error {
 		s.tensors[name] = t
 	}
 	return nil
+}
+
+// ggufTensor is one tensor, carried (dt) or, of a type only --requant
+// reads (requant set), held as blocks (requantForeign).
+func (s *source) ggufTensor(name string, ti *gguf.TensorInfo, dt dtype, requant quant.Type, shape []int, data []byte) (*tensor, error) {
+	if requant != quant.F32 {
+		return foreignTensor(name, s.path, ti, requant, shape, data)
+	}
+	return newTensor(name, s.path, dt, shape, data)
 }
 
 // hfName maps a GGUF tensor name to the Hugging Face name the family's
@@ -258,7 +273,7 @@ func isExperts(name string) (string, bool) {
 // splitExperts cuts a stacked expert tensor ([in, out, experts]) of the
 // layer with HF prefix layer into one 2-D tensor per expert, each a view of
 // its contiguous slice.
-func (s *source) splitExperts(ti *gguf.TensorInfo, layer string, dt dtype, data []byte) error {
+func (s *source) splitExperts(ti *gguf.TensorInfo, layer string, dt dtype, requant quant.Type, data []byte) error {
 	if len(ti.Dims) != 3 || ti.Dims[2] == 0 {
 		return fmt.Errorf("gguf: stacked expert tensor %s has dimensions %v, want [in, out, experts]", ti.Name, ti.Dims)
 	}
@@ -271,7 +286,7 @@ func (s *source) splitExperts(ti *gguf.TensorInfo, layer string, dt dtype, data 
 	per := len(data) / experts
 	for e := 0; e < experts; e++ {
 		n := layer + "." + fmt.Sprintf(part, e)
-		t, err := newTensor(n, s.path, dt, []int{int(ti.Dims[1]), int(ti.Dims[0])}, data[e*per:(e+1)*per])
+		t, err := s.ggufTensor(n, ti, dt, requant, []int{int(ti.Dims[1]), int(ti.Dims[0])}, data[e*per:(e+1)*per])
 		if err != nil {
 			return err
 		}

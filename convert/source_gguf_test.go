@@ -130,3 +130,54 @@ func TestGGUFRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestGGUFRequant: Q4_1 tensors (gguf-py's quantizer) are refused naming
+// the tensor and type without Requant; with it they are dequantized and
+// quantized with --quant, and the cost is reported: zero into f32, and into
+// Q8_0 the error of 8-bit blocks on weights of this scale (well under 1%
+// relative, above 0). A type quant cannot dequantize (IQ4_NL) is refused
+// by name either way.
+func TestGGUFRequant(t *testing.T) {
+	in := filepath.Join("testdata", "qwen3_q41.gguf")
+	out := filepath.Join(t.TempDir(), "m.cflow")
+	_, err := Convert(context.Background(), in, out, Options{Quant: quant.Q8_0})
+	if err == nil || !strings.Contains(err.Error(), "model.layers.0.self_attn.o_proj.weight is Q4_1, which cflow does not carry (2 such tensors); --requant q8_0") {
+		t.Errorf("%v, want the tensor and its type named", err)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("an output file after a refusal")
+	}
+	for _, q := range []quant.Type{quant.F32, quant.Q8_0} {
+		res, err := Convert(context.Background(), in, filepath.Join(t.TempDir(), "m.vflow"), Options{Quant: q, Requant: true})
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if len(res.Requantized) != 2 {
+			t.Fatalf("%s: %d requantized tensors, want 2: %v", q, len(res.Requantized), res.Requantized)
+		}
+		for _, c := range res.Requantized {
+			if c.From != "Q4_1" || c.To != q || (q == quant.F32) != (c.RMS == 0) || c.Rel >= 0.01 {
+				t.Errorf("%s: %v", q, c)
+			}
+		}
+	}
+	src, err := os.ReadFile(filepath.Join("testdata", "qwen3_q4.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := []byte("blk.0.attn_output.weight")
+	i := bytes.Index(src, name) + len(name)
+	nd := int(src[i])
+	if src[i+4+8*nd] != 2 { // Q4_0
+		t.Fatalf("tensor type %d, want Q4_0", src[i+4+8*nd])
+	}
+	src[i+4+8*nd] = 20 // IQ4_NL: the same 18 bytes per 32 weights
+	bad := filepath.Join(t.TempDir(), "iq4.gguf")
+	if err := os.WriteFile(bad, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Convert(context.Background(), bad, out, Options{Quant: quant.Q4_0, Requant: true})
+	if err == nil || !strings.Contains(err.Error(), "tensor blk.0.attn_output.weight is IQ4_NL, which cflow does not import") {
+		t.Errorf("%v, want IQ4_NL refused by name", err)
+	}
+}

@@ -61,6 +61,9 @@ type tensor struct {
 	// normShifted: the source stored the norm as 1 + w already (a Gemma
 	// GGUF), so plusOne must not be set again.
 	normShifted bool
+	// foreign: a GGUF tensor of a type cflow does not carry, its data
+	// still the blocks until requantForeign dequantizes them (or refuses).
+	foreign *foreignBlocks
 	// unsupported, when set, says why the tensor cannot be converted
 	// (an integer dtype, a 3-D shape); it is an error only if used.
 	unsupported string

@@ -24,7 +24,8 @@ import (
 // TestLlamaCppLogits holds GGUF import to libllama itself: GGUFs no cflow
 // code wrote (convert/testdata/mkgguf.py --parity: llama.cpp's gguf-py
 // writer, all F32, from every family fixture), then llama-quantize --pure
-// of each to F16, Q8_0 and Q4_0, are converted to .cflow and .vflow and
+// of each to F16, Q8_0, Q4_0 and Q4_1 (which --requant q8_0 reads), are
+// converted to .cflow and .vflow and
 // decoded teacher-forced on the same ids by cflow's engine and by a small
 // harness linked against the built libllama (testdata/logits.cpp). F32
 // files: every logit within 1e-4 of the position's max |logit| and the
@@ -55,9 +56,11 @@ func TestLlamaCppLogits(t *testing.T) {
 	for _, f32 := range files {
 		fam := filepath.Base(f32[:len(f32)-len(".gguf")])
 		for _, v := range []struct {
-			ftype string
-			q     quant.Type
-		}{{"F32", quant.F32}, {"F16", quant.F32}, {"Q8_0", quant.Q8_0}, {"Q4_0", quant.Q4_0}} {
+			ftype   string
+			q       quant.Type
+			requant bool
+		}{{"F32", quant.F32, false}, {"F16", quant.F32, false}, {"Q8_0", quant.Q8_0, false}, {"Q4_0", quant.Q4_0, false},
+			{"Q4_1", quant.Q8_0, true}} {
 			t.Run(fam+"_"+v.ftype, func(t *testing.T) {
 				in := f32
 				if v.ftype != "F32" {
@@ -73,7 +76,7 @@ func TestLlamaCppLogits(t *testing.T) {
 				want := llamaLogits(t, harness, in, toks)
 				strict := v.ftype == "F32" && fam != "gemma3"
 				for _, ext := range []string{".cflow", ".vflow"} {
-					got := cflowLogits(t, in, filepath.Join(t.TempDir(), "m"+ext), v.q, toks)
+					got := cflowLogits(t, in, filepath.Join(t.TempDir(), "m"+ext), convert.Options{Quant: v.q, Requant: v.requant}, toks)
 					compareLogits(t, ext, got, want, strict)
 				}
 			})
@@ -153,9 +156,9 @@ func argmax(v []float32) int {
 }
 
 // cflowLogits converts in to out and decodes toks as one prefill.
-func cflowLogits(t *testing.T, in, out string, q quant.Type, toks []int) [][]float32 {
+func cflowLogits(t *testing.T, in, out string, opt convert.Options, toks []int) [][]float32 {
 	t.Helper()
-	if _, err := convert.Convert(context.Background(), in, out, convert.Options{Quant: q}); err != nil {
+	if _, err := convert.Convert(context.Background(), in, out, opt); err != nil {
 		t.Fatalf("convert %s: %v", filepath.Base(in), err)
 	}
 	m, err := vflowfmt.OpenModel(out)

@@ -31,6 +31,7 @@ func init() {
 			&cli.StringFlag{Name: "quant", Value: "q4_0", Usage: "q4_0, q8_0 or f32 (norms and router stay f32)"},
 			&cli.IntFlag{Name: "numa-nodes", Usage: "NUMA nodes to plan shards for", DefaultText: "the nodes in /sys/devices/system/node"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar and no summary line"},
+			&cli.StringFlag{Name: "requant", Usage: "dequantize a GGUF's tensors of types cflow does not carry (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) and quantize them as TYPE (q4_0, q8_0 or f32; sets --quant), reporting the error"},
 			&cli.StringFlag{Name: "tokenizer", Usage: "attach this tokenizer: a tokenizer.json (tokenizer_config.json beside it comes along) or a llama2.c score table (tokenizer.bin, tok512.bin)"},
 		},
 		Action: runConvert,
@@ -45,6 +46,16 @@ func runConvert(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit("convert: "+err.Error(), exitUsage)
 	}
+	if c.IsSet("requant") {
+		rq, err := quant.ParseType(c.String("requant"))
+		if err != nil {
+			return cli.Exit("convert: --requant: "+err.Error(), exitUsage)
+		}
+		if c.IsSet("quant") && rq != q {
+			return cli.Exit(fmt.Sprintf("convert: --requant %s differs from --quant %s: a file's matrices share one codec", rq, q), exitUsage)
+		}
+		q = rq
+	}
 	if n := c.Int("numa-nodes"); c.IsSet("numa-nodes") && (n < 1 || n > cflowfmt.MaxNUMANodes) {
 		return cli.Exit(fmt.Sprintf("convert: --numa-nodes %d outside 1..%d", n, cflowfmt.MaxNUMANodes), exitUsage)
 	}
@@ -54,6 +65,7 @@ func runConvert(c *cli.Context) error {
 		Quant:       q,
 		NUMANodes:   c.Int("numa-nodes"),
 		Tokenizer:   c.String("tokenizer"),
+		Requant:     c.IsSet("requant"),
 		Progress:    os.Stderr,
 		ProgressBar: !quiet && term.IsTerminal(int(os.Stderr.Fd())),
 	}
@@ -71,6 +83,9 @@ func runConvert(c *cli.Context) error {
 	dropOutputCache(c.String("output"))
 	for _, n := range res.Notes {
 		fmt.Fprintln(os.Stderr, "note:", n)
+	}
+	for _, l := range convert.RequantSummary(res.Requantized) {
+		fmt.Fprintln(os.Stderr, l)
 	}
 	if !quiet {
 		fmt.Fprintln(os.Stderr, res.Summary())

@@ -83,3 +83,23 @@ func TestConvertRefusesHostileGGUF(t *testing.T) {
 		}
 	}
 }
+
+// TestConvertRequantFlag: --requant q8_0 converts a GGUF with Q4_1
+// tensors (without it: exit 2, no output); --requant naming another codec
+// than --quant is a usage error.
+func TestConvertRequantFlag(t *testing.T) {
+	in := "../../convert/testdata/qwen3_q41.gguf"
+	dir := t.TempDir()
+	if code, _ := runIO(t, "", "convert", in, "-o", filepath.Join(dir, "a.cflow"), "--quant", "q8_0", "-q"); code != 2 {
+		t.Errorf("Q4_1 without --requant: exit %d, want 2", code)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a.cflow")); err == nil {
+		t.Error("an output file after a refusal")
+	}
+	if code, _ := runIO(t, "", "convert", in, "-o", filepath.Join(dir, "b.cflow"), "--requant", "q8_0", "-q"); code != 0 {
+		t.Errorf("--requant q8_0: exit %d", code)
+	}
+	if code, _ := runIO(t, "", "convert", in, "-o", filepath.Join(dir, "c.cflow"), "--requant", "q8_0", "--quant", "q4_0", "-q"); code != 2 {
+		t.Errorf("--requant q8_0 --quant q4_0: exit %d, want 2", code)
+	}
+}

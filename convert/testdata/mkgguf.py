@@ -216,5 +216,7 @@ write("qwen3", "qwen3", "qwen3_q8.gguf", quants={"blk.0.attn_output.weight": GGM
                                                  "blk.1.attn_output.weight": GGMLQuantizationType.Q8_0})
 write("qwen3", "qwen3", "qwen3_q4.gguf", quants={"blk.0.attn_output.weight": GGMLQuantizationType.Q4_0,
                                                  "blk.1.attn_output.weight": GGMLQuantizationType.Q4_0})
+write("qwen3", "qwen3", "qwen3_q41.gguf", quants={"blk.0.attn_output.weight": GGMLQuantizationType.Q4_1,
+                                                  "blk.1.attn_output.weight": GGMLQuantizationType.Q4_1})
 write("llama_linear", "llama", "llama_linear_f32.gguf", f32=True)
 write("qwen3_moe", "qwen3moe", "qwen3_moe.gguf")
