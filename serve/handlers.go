@@ -253,6 +253,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, g genRequest, 
 			batch += fmt.Sprintf(" (%d without a prompt: %.1f ms each)", d, float64(j.decodeNS.Load())/1e6/float64(d))
 		}
 	}
+	s.metrics.finished(r.URL.Path, t0, j, len(prompt), rp.completion)
 	fmt.Fprintf(s.cfg.Log, "%s %s: %d prompt (%d cached) + %d completion tokens, %s, %.2fs%s%s\n", r.Method, r.URL.Path, len(prompt),
 		j.cached.Load(), rp.completion, rp.finish, time.Since(t0).Seconds(), batch, errNote(werr))
 }

@@ -232,6 +232,8 @@ func (rp *reply) stream(w http.ResponseWriter, r *http.Request, j *job) error {
 		return nil
 	}
 	withLP := rp.wantsLogprobs(j)
+	ka := rp.s.newKeepAlive()
+	defer ka.stop()
 	if rp.sh.chat {
 		if err := send(rp.envelope(rp.sh.chunkObject, []map[string]any{rp.choice(nil, nil, nil, "", true, true)})); err != nil {
 			return err
@@ -271,6 +273,10 @@ func (rp *reply) stream(w http.ResponseWriter, r *http.Request, j *job) error {
 		}
 		select {
 		case <-j.out.wake:
+		case <-ka.C:
+			if err := ka.send(w, rp); err != nil {
+				return err
+			}
 		case <-r.Context().Done():
 			return r.Context().Err()
 		}

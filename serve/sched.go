@@ -45,6 +45,9 @@ type job struct {
 	// (usage.prompt_tokens_details.cached_tokens), set at admission.
 	cachePrompt bool
 	cached      atomic.Int64
+	// admittedNS and firstNS are when the job got its slot and its first
+	// token (Unix ns; 0: not yet): /metrics' prompt and generation rates.
+	admittedNS, firstNS atomic.Int64
 }
 
 // outbox hands tokens from the scheduler to the request's handler without
@@ -117,15 +120,19 @@ type scheduler struct {
 	// first served. A list, not a channel, so a job whose client goes
 	// away leaves it at once (withdraw) instead of holding its place until
 	// the scheduler reaches it; wake (capacity 1) says "queue changed".
-	mu       sync.Mutex
-	queue    []*job
-	closed   bool // close has run: submit fails jobs at once
-	wake     chan struct{}
-	slots    []*slot
-	busy     atomic.Int32
-	stop     chan struct{}
-	done     chan struct{}
-	admitted uint64
+	mu     sync.Mutex
+	queue  []*job
+	closed bool // close has run: submit fails jobs at once
+	wake   chan struct{}
+	slots  []*slot
+	busy   atomic.Int32
+	// kvBytes and kvTokens are what every slot's KV cache holds, updated
+	// after each tick and eviction, for /metrics (the backend itself is
+	// the scheduler goroutine's alone).
+	kvBytes, kvTokens atomic.Int64
+	stop              chan struct{}
+	done              chan struct{}
+	admitted          uint64
 	// cache is each slot's cached sequence; cacheRAM bounds the KV bytes
 	// idle slots keep (< 0: no bound); clock orders their last use.
 	cache    []slotCache
@@ -243,6 +250,7 @@ func (s *scheduler) admit() bool {
 		}
 		s.cache[i].toks = s.cache[i].toks[:reuse]
 		j.cached.Store(int64(reuse))
+		j.admittedNS.Store(time.Now().UnixNano())
 		s.admitted++
 		s.slots[i] = &slot{j: j, fed: reuse, order: s.admitted}
 		s.busy.Add(1)
@@ -288,6 +296,7 @@ func commonPrefix(a, b []int) int {
 func (s *scheduler) idle(i int) {
 	s.clock++
 	s.cache[i].used = s.clock
+	defer s.measure()
 	if s.cacheRAM < 0 {
 		return
 	}
@@ -310,6 +319,17 @@ func (s *scheduler) idle(i int) {
 		}
 		s.drop(lru)
 	}
+}
+
+// measure publishes the slots' KV use (kvBytes, kvTokens).
+func (s *scheduler) measure() {
+	var b, n int64
+	for i := range s.slots {
+		b += s.be.kvBytes(i)
+		n += int64(len(s.cache[i].toks))
+	}
+	s.kvBytes.Store(b)
+	s.kvTokens.Store(n)
 }
 
 // drop empties slot i's cache and frees its KV memory.
@@ -392,6 +412,7 @@ func (s *scheduler) tick() {
 		}
 	}
 	s.sample(logits)
+	defer s.measure()
 	for k, f := range s.feeds {
 		switch o := s.outs[k]; {
 		case o.err != nil:
@@ -404,6 +425,7 @@ func (s *scheduler) tick() {
 
 // deliver hands t to slot i's job and frees the slot on its last token.
 func (s *scheduler) deliver(i int, t generate.Token) {
+	s.slots[i].j.firstNS.CompareAndSwap(0, time.Now().UnixNano())
 	s.slots[i].j.out.put(t)
 	if t.Finish != "" {
 		s.slots[i] = nil

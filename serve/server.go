@@ -34,6 +34,21 @@ type Config struct {
 	// ModelID is the name /v1/models lists and requests give as "model";
 	// "" is the file's base name without its extension.
 	ModelID string
+	// Aliases are further names for the model (llama-server's repeated
+	// --alias: clients hard-code model names); AnyModel accepts every
+	// name (--any-model).
+	Aliases  []string
+	AnyModel bool
+	// APIKeys, when any, are the bearer tokens a request must carry
+	// (auth.go; /health is exempt). CORSOrigins are the origins browsers
+	// may call from ("*": any).
+	APIKeys     []string
+	CORSOrigins []string
+	// KeepAlive is how often a streamed request whose first token has not
+	// come yet gets an SSE comment, so proxies and clients that time out
+	// idle streams keep waiting through a long prefill; 0 is
+	// DefaultKeepAlive, < 0 sends none.
+	KeepAlive time.Duration
 	// Tokenizer is the file's; nil serves only completions of token ids.
 	Tokenizer tokenizer.Tokenizer
 	// Template renders chat messages; nil is Plain.
@@ -94,6 +109,8 @@ type Server struct {
 	created  int64
 	lim      limits
 	gate     admissions
+	info     ollamaModelInfo
+	metrics  *metrics
 }
 
 // New starts the engines and the scheduler.
@@ -144,6 +161,8 @@ func newServer(cfg Config, wrap func(backend) backend) (*Server, error) {
 		base := filepath.Base(cfg.Model.Path)
 		s.id = strings.TrimSuffix(base, filepath.Ext(base))
 	}
+	s.info = newOllamaModelInfo(cfg.Model)
+	s.metrics = newMetrics(s)
 	if s.tmpl == nil && cfg.Tokenizer != nil {
 		s.tmpl = Plain{cfg.Tokenizer}
 	}
@@ -231,7 +250,7 @@ func (s *Server) Handler() http.Handler {
 			}
 			rc := http.NewResponseController(w)
 			rc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
-			r.Body = http.MaxBytesReader(w, r.Body, s.lim.bodyBytes)
+			r.Body = http.MaxBytesReader(innermost(w), r.Body, s.lim.bodyBytes)
 			h(w, r)
 		})
 	}
@@ -239,18 +258,19 @@ func (s *Server) Handler() http.Handler {
 	route("/v1/models", http.MethodGet, s.models)
 	route("/v1/chat/completions", http.MethodPost, s.chat)
 	route("/v1/completions", http.MethodPost, s.completions)
+	s.routeOps(route)
 	route("/v1/models/{id}", http.MethodGet, func(w http.ResponseWriter, r *http.Request) {
-		if r.PathValue("id") != s.id {
+		if !s.acceptsModel(r.PathValue("id")) {
 			writeError(w, s.unknownModel(r.PathValue("id")))
 			return
 		}
-		writeJSON(w, http.StatusOK, s.modelCard())
+		writeJSON(w, http.StatusOK, s.modelCard(r.PathValue("id")))
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: strp("not_found"),
 			Message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
 	})
-	return mux
+	return s.guard(mux)
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
@@ -269,12 +289,41 @@ type modelCard struct {
 	OwnedBy string `json:"owned_by"`
 }
 
-func (s *Server) modelCard() modelCard {
-	return modelCard{ID: s.id, Object: "model", Created: s.created, OwnedBy: "cflow"}
+func (s *Server) modelCard(id string) modelCard {
+	return modelCard{ID: id, Object: "model", Created: s.created, OwnedBy: "cflow"}
 }
 
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []modelCard{s.modelCard()}})
+	var cards []modelCard
+	for _, id := range s.ids() {
+		cards = append(cards, s.modelCard(id))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": cards})
+}
+
+// ids are the model's names: the id, then the further aliases.
+func (s *Server) ids() []string {
+	out := []string{s.id}
+	for _, a := range s.cfg.Aliases {
+		if a != s.id {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// acceptsModel says whether a request may name the model so: one of its
+// ids, or any name with AnyModel.
+func (s *Server) acceptsModel(name string) bool {
+	if s.cfg.AnyModel || name == s.id {
+		return true
+	}
+	for _, a := range s.cfg.Aliases {
+		if a == name {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Server) unknownModel(name string) *apiError {
@@ -284,7 +333,7 @@ func (s *Server) unknownModel(name string) *apiError {
 
 // checkModel accepts the served model's id (or none).
 func (s *Server) checkModel(name string) *apiError {
-	if name != "" && name != s.id {
+	if name != "" && !s.acceptsModel(name) {
 		return s.unknownModel(name)
 	}
 	return nil

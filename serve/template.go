@@ -1,8 +1,6 @@
 package serve
 
 import (
-	"strings"
-
 	"github.com/cflow-dev/cflow/generate"
 	"github.com/cflow-dev/cflow/tokenizer"
 )
@@ -32,9 +30,6 @@ func (Plain) Name() string {
 
 // Prompt implements ChatTemplate.
 func (p Plain) Prompt(messages []Message, limit int) ([]int, error) {
-	parts := make([]string, len(messages))
-	for i, m := range messages {
-		parts[i] = m.Content
-	}
-	return generate.EncodePromptLimit(p.Tokenizer, strings.Join(parts, "\n"), limit)
+	text, _ := p.Render(messages)
+	return generate.EncodePromptLimit(p.Tokenizer, text, limit)
 }

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
@@ -24,12 +25,14 @@ func init() {
 		Usage:     "an OpenAI-compatible HTTP server (chat and text completions, streaming) over one model file",
 		ArgsUsage: "FILE",
 		Description: "Serves POST /v1/chat/completions, POST /v1/completions, GET /v1/models and GET /health.\n" +
+			"Also the Ollama API (/api/chat, /api/generate, /api/tags, /api/show, /api/ps, /api/version),\n" +
+			"POST /tokenize, /detokenize, /apply-template and GET /metrics (docs/SERVING.md).\n" +
 			"Up to --parallel requests decode together (each with its own KV cache of --ctx positions);\n" +
 			"--queue more wait for a slot, beyond that the server answers 429. SIGTERM or SIGINT stops\n" +
 			"accepting, lets in-flight requests finish, then exits 0 (a second signal, or --drain-timeout,\n" +
 			"cuts them off, exit 1). A request must fit --ctx by its size alone (body, messages, prompt bytes;\n" +
 			"the bounds are printed at start). Point an OpenAI client at " +
-			"http://HOST:PORT/v1 with any API key.",
+			"http://HOST:PORT/v1 (with a key of --api-key when any is given).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "host", Value: "127.0.0.1", Usage: "address to listen on"},
 			&cli.IntFlag{Name: "port", Value: 8080, Usage: "port to listen on (0: any free port, printed)"},
@@ -38,7 +41,11 @@ func init() {
 			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: runtime.NumCPU(), Usage: "decode threads"},
 			&cli.IntFlag{Name: "cache-ram", Value: defaultCacheRAM, Usage: "MiB of KV cache idle slots keep for the prompt cache (0: none, -1: no bound)"},
 			&cli.IntFlag{Name: "queue", Usage: "requests that may wait for a slot (0: 4 × --parallel)"},
-			&cli.StringFlag{Name: "alias", Usage: "model id clients pass as \"model\" (default: the file's base name)"},
+			&cli.StringSliceFlag{Name: "alias", Usage: "model id clients pass as \"model\" (default: the file's base name); repeat for more names"},
+			&cli.BoolFlag{Name: "any-model", Usage: "accept every model name clients send"},
+			&cli.StringSliceFlag{Name: "api-key", EnvVars: []string{"CFLOW_API_KEY"}, Usage: "require this bearer key (repeatable; /health is exempt)"},
+			&cli.StringFlag{Name: "api-key-file", Usage: "require one of the keys in this file (one a line)"},
+			&cli.StringSliceFlag{Name: "cors-origin", Usage: "let browsers call from this origin (repeatable; * for any)"},
 			&cli.DurationFlag{Name: "read-timeout", Value: serve.DefaultReadTimeout, Usage: "bound on reading one request's headers and body"},
 			&cli.DurationFlag{Name: "write-timeout", Value: serve.DefaultWriteTimeout, Usage: "bound on each write of a response (each stream chunk)"},
 			&cli.DurationFlag{Name: "idle-timeout", Value: serve.DefaultIdleTimeout, Usage: "close a keep-alive connection idle this long"},
@@ -88,7 +95,18 @@ func runServe(c *cli.Context) error {
 		ln.Close()
 		return cli.Exit("serve: "+err.Error(), exitUsage)
 	}
-	s, err := serve.New(serve.Config{Model: m, ModelID: c.String("alias"), Tokenizer: tk, Template: tmpl, Parallel: c.Int("parallel"),
+	keys, err := apiKeys(c)
+	if err != nil {
+		ln.Close()
+		return cli.Exit("serve: "+err.Error(), exitUsage)
+	}
+	var id string
+	aliases := c.StringSlice("alias")
+	if len(aliases) > 0 {
+		id = aliases[0]
+	}
+	s, err := serve.New(serve.Config{Model: m, ModelID: id, Aliases: aliases, AnyModel: c.Bool("any-model"),
+		APIKeys: keys, CORSOrigins: c.StringSlice("cors-origin"), Tokenizer: tk, Template: tmpl, Parallel: c.Int("parallel"),
 		Ctx: c.Int("ctx"), Threads: c.Int("threads"), Queue: c.Int("queue"), CacheRAM: c.Int("cache-ram"), Log: os.Stderr,
 		ReadTimeout: c.Duration("read-timeout"), WriteTimeout: c.Duration("write-timeout"), IdleTimeout: c.Duration("idle-timeout"),
 		MaxConns: c.Int("max-conns"), DrainTimeout: c.Duration("drain-timeout")})
@@ -128,6 +146,32 @@ func checkServeFlags(c *cli.Context) error {
 		}
 	}
 	return checkThreads("serve", c.Int("threads"))
+}
+
+// apiKeys are --api-key's keys (and CFLOW_API_KEY's) with --api-key-file's,
+// one a line (blank lines skipped); an empty key is refused.
+func apiKeys(c *cli.Context) ([]string, error) {
+	keys := c.StringSlice("api-key")
+	if f := c.String("api-key-file"); f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("--api-key-file: %v", err)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if l = strings.TrimSpace(l); l != "" {
+				keys = append(keys, l)
+			}
+		}
+		if len(keys) == 0 {
+			return nil, fmt.Errorf("--api-key-file %s: no key in it", f)
+		}
+	}
+	for _, k := range keys {
+		if strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("--api-key: an empty key")
+		}
+	}
+	return keys, nil
 }
 
 // serveUntilSignal serves on ln until SIGTERM or SIGINT, then drains.
@@ -186,6 +230,15 @@ func serveTemplate(md *cflowfmt.Metadata, vocab int, tk tokenizer.Tokenizer) (se
 type fileTemplate struct{ cm *chat.Model }
 
 func (fileTemplate) Name() string { return "the file's own (tokenizer_config.json chat_template)" }
+
+// Render implements serve.TemplateRenderer (POST /apply-template).
+func (f fileTemplate) Render(msgs []serve.Message) (string, error) {
+	cms := make([]chat.Message, len(msgs))
+	for i, m := range msgs {
+		cms[i] = chat.Message{Role: m.Role, Content: m.Content}
+	}
+	return f.cm.Template.Render(cms, f.cm.Options)
+}
 
 func (f fileTemplate) Prompt(msgs []serve.Message, limit int) ([]int, error) {
 	cms := make([]chat.Message, len(msgs))
