@@ -119,7 +119,7 @@ func FromHeaderGeometry(name string, h *cflowfmt.Header, blockIters int, kinds [
 	m := Model{Name: name, Quant: fmt.Sprintf("%.3g B/param", bytesPerParam), Params: plan.FromHeader(h, blockIters), Kinds: kinds}
 	for l := 0; l < int(h.NumLayers); l++ {
 		full := l < len(kinds) && kinds[l] == "full"
-		hd := float64(h.HeadDimFor(full))
+		hd := float64(h.Geometry(nil).HeadDimFor(full))
 		q := float64(h.NumHeads) * hd
 		kv := float64(h.NumKVHeads) * hd
 		m.Layers = append(m.Layers, StreamBytes{

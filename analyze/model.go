@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/engine/plan"
 )
@@ -36,7 +37,7 @@ func FromModel(m *cflowfmt.Model) Model {
 		}
 		out.Layers = append(out.Layers, b)
 		kind := "full"
-		if l < len(kinds) && kinds[l] == cflowfmt.LayerSliding {
+		if l < len(kinds) && kinds[l] == archspec.LayerSliding {
 			kind = "sliding"
 		}
 		out.Kinds = append(out.Kinds, kind)

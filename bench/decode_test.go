@@ -36,17 +36,17 @@ func TestRunAccountsBytesPerToken(t *testing.T) {
 		switch m := tl.TH.Matrix; {
 		case m.IsNorm():
 			n = 0
-		case m == cflowfmt.MatEmbed:
+		case m == archspec.MatEmbed:
 			n = 0
 			if tl.TH.RowOffset == 0 {
 				n = int64(tl.T.Type.ScaleBytes(1, tl.T.Cols) + tl.T.Type.DataBytes(1, tl.T.Cols))
 				by.Embed += float64(n)
 			}
-		case m <= cflowfmt.MatO:
+		case m <= archspec.MatO:
 			by.Attn += float64(n)
-		case m <= cflowfmt.MatDown:
+		case m <= archspec.MatDown:
 			by.Dense += float64(n)
-		case m == cflowfmt.MatLMHead:
+		case m == archspec.MatLMHead:
 			by.LMHead += float64(n)
 		default:
 			t.Fatalf("unexpected tile %+v in a dense model", tl.TH)

@@ -100,10 +100,6 @@ const (
 	KeyGlobalKVHeads       = tileimage.KeyGlobalKVHeads       // u32, full layers' KV heads
 )
 
-// KVHeads is the KV-head count of a layer of the given kind: the
-// header's, or KeyGlobalKVHeads on full layers when set.
-func KVHeads(h *Header, md *Metadata, full bool) int { return tileimage.KVHeads(h, md, full) }
-
 // LayerKey is the metadata key of layer l's vector (an f32 array).
 func LayerKey(l int, vec string) string { return tileimage.LayerKey(l, vec) }
 
@@ -117,18 +113,6 @@ func Features(h *Header, md *Metadata) (map[string]bool, error) { return tileima
 const (
 	MaxInputWidth = tileimage.MaxInputWidth
 )
-
-// MatrixShape is the [out, in] shape of matrix m in layer l. Attention
-// shapes use the layer's head dim (KeyLayerKinds in md; nil md means every
-// layer is full attention). Norms are 1 × d.
-func MatrixShape(h *Header, md *Metadata, l int, m MatrixID) (rows, cols int) {
-	return tileimage.MatrixShape(h, md, l, m)
-}
-
-// MatrixBounds is the largest shape matrix m can have in any layer (the
-// larger head dim for attention); readers check tiles against it before
-// metadata-dependent shapes are known.
-func MatrixBounds(h *Header, m MatrixID) (rows, cols int) { return tileimage.MatrixBounds(h, m) }
 
 // Magic opens every .cflow file (8 bytes).
 const (
@@ -229,12 +213,6 @@ const (
 	KeyLayerChecksums  = tileimage.KeyLayerChecksums  // bytes: per-layer weight checksums (checksum.go)
 )
 
-// Layer attention kinds in KeyLayerKinds.
-const (
-	LayerFull    = tileimage.LayerFull
-	LayerSliding = tileimage.LayerSliding
-)
-
 // Metadata is the typed, versioned key-value section. Keys are unique and
 // written in sorted order so files are byte-for-byte reproducible.
 type Metadata = tileimage.Metadata
@@ -327,29 +305,6 @@ func ReadNUMAPlan(md *Metadata) (p *NUMAPlan, ok bool, err error) { return tilei
 // it, so a re-planned file splits the way a converted one would.
 func ShardCuts(total, unit, n int) []int { return tileimage.ShardCuts(total, unit, n) }
 
-// MatrixID names which weight a tile belongs to. Values are on disk.
-type MatrixID = tileimage.MatrixID
-
-const (
-	MatQ          = tileimage.MatQ
-	MatK          = tileimage.MatK
-	MatV          = tileimage.MatV
-	MatO          = tileimage.MatO
-	MatGate       = tileimage.MatGate
-	MatUp         = tileimage.MatUp
-	MatDown       = tileimage.MatDown
-	MatRouter     = tileimage.MatRouter // always F32
-	MatExpertGate = tileimage.MatExpertGate
-	MatExpertUp   = tileimage.MatExpertUp
-	MatExpertDown = tileimage.MatExpertDown
-	MatEmbed      = tileimage.MatEmbed
-	MatLMHead     = tileimage.MatLMHead
-	MatAttnNorm   = tileimage.MatAttnNorm // Na, 1×d, always F32
-	MatFFNNorm    = tileimage.MatFFNNorm  // Nf
-	MatMoENorm    = tileimage.MatMoENorm  // Nr (archspec.DelayedSum)
-	MatFinalNorm  = tileimage.MatFinalNorm
-)
-
 // NoExpert is TileHeader.Expert for tiles outside an expert bank.
 const (
 	NoExpert = tileimage.NoExpert
@@ -364,7 +319,9 @@ type TileHeader = tileimage.TileHeader
 func ParseTileHeader(b []byte) TileHeader { return tileimage.ParseTileHeader(b) }
 
 // TileQuant is the quant type of a tile in a file of type fileQuant.
-func TileQuant(m MatrixID, fileQuant quant.Type) quant.Type { return tileimage.TileQuant(m, fileQuant) }
+func TileQuant(m archspec.MatrixID, fileQuant quant.Type) quant.Type {
+	return tileimage.TileQuant(m, fileQuant)
+}
 
 // TileSize is the on-disk size of a tile (header, scales, data), before the
 // padding that aligns the next tile to TileAlign.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/cflowfmt/fmttest"
 	"github.com/cflow-dev/cflow/quant"
@@ -289,7 +290,7 @@ func TestWriterRejectsMisuse(t *testing.T) {
 		}},
 		{"norm of wrong length", func(w *cflowfmt.Writer) error {
 			w.BeginSlot(0, cflowfmt.SlotAttn)
-			return w.WriteNorm(0, cflowfmt.MatAttnNorm, make([]float32, 3+s.Header.HiddenSize))
+			return w.WriteNorm(0, archspec.MatAttnNorm, make([]float32, 3+s.Header.HiddenSize))
 		}},
 	}
 	for _, c := range cases {

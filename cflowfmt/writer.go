@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/internal/tileimage"
 	"github.com/cflow-dev/cflow/quant"
 )
@@ -241,7 +242,7 @@ func (w *Writer) writeTile(th TileHeader, t *quant.Tile, sum *uint64) error {
 
 // WriteNorm writes a norm vector (length d) as 1-row F32 tiles of at most
 // TileCols columns into the open slot.
-func (w *Writer) WriteNorm(layer int, m MatrixID, v []float32) error {
+func (w *Writer) WriteNorm(layer int, m archspec.MatrixID, v []float32) error {
 	if w.err != nil {
 		return w.err
 	}

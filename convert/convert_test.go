@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/engine/plan"
 	"github.com/cflow-dev/cflow/quant"
@@ -136,7 +137,7 @@ func checkTilesAgainstTruth(t *testing.T, fx *fixture, tiles []locTile, q quant.
 		for r := 0; r < rows; r++ {
 			copy(blk[r*tc:], v[(int(th.RowOffset)+r)*cols+int(th.ColOffset):][:tc])
 		}
-		if fx.arch == "gemma3_text" && cflowfmt.TileQuant(th.Matrix, q) == quant.F32 && th.Matrix >= cflowfmt.MatAttnNorm {
+		if fx.arch == "gemma3_text" && cflowfmt.TileQuant(th.Matrix, q) == quant.F32 && th.Matrix >= archspec.MatAttnNorm {
 			for i := range blk {
 				blk[i]++ // Gemma's norms are stored as 1 + w
 			}
@@ -254,16 +255,16 @@ func TestConvertEveryArchitecture(t *testing.T) {
 func checkInterleave(t *testing.T, f *cflowfmt.File, tiles []locTile) {
 	t.Helper()
 	type key struct {
-		m   cflowfmt.MatrixID
+		m   archspec.MatrixID
 		row uint32
 	}
 	for l := 0; l < int(f.Header.NumLayers); l++ {
 		for _, s := range []struct {
 			slot  int
-			group []cflowfmt.MatrixID
-			last  cflowfmt.MatrixID
-		}{{cflowfmt.SlotAttn, []cflowfmt.MatrixID{cflowfmt.MatQ, cflowfmt.MatK, cflowfmt.MatV}, cflowfmt.MatO},
-			{cflowfmt.SlotDense, []cflowfmt.MatrixID{cflowfmt.MatGate, cflowfmt.MatUp}, cflowfmt.MatDown}} {
+			group []archspec.MatrixID
+			last  archspec.MatrixID
+		}{{cflowfmt.SlotAttn, []archspec.MatrixID{archspec.MatQ, archspec.MatK, archspec.MatV}, archspec.MatO},
+			{cflowfmt.SlotDense, []archspec.MatrixID{archspec.MatGate, archspec.MatUp}, archspec.MatDown}} {
 			var got []key
 			for _, lt := range tiles {
 				if lt.loc.Layer == l && lt.loc.Slot == s.slot && lt.t.ColOffset == 0 {
@@ -275,7 +276,7 @@ func checkInterleave(t *testing.T, f *cflowfmt.File, tiles []locTile) {
 			}
 			// Expected: norm first, then by stripe the group members that
 			// have that stripe, then the last matrix's stripes.
-			rows := map[cflowfmt.MatrixID]int{}
+			rows := map[archspec.MatrixID]int{}
 			for _, k := range got {
 				rows[k.m] = max(rows[k.m], int(k.row)+1)
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/internal/fileio"
 	"github.com/cflow-dev/cflow/quant"
@@ -17,7 +18,7 @@ import (
 type sink interface {
 	begin(o *op) error
 	WriteTileSum(th cflowfmt.TileHeader, t *quant.Tile, sum uint64) error
-	WriteNorm(layer int, m cflowfmt.MatrixID, v []float32) error
+	WriteNorm(layer int, m archspec.MatrixID, v []float32) error
 	Offset() int64
 	Close() error
 	Abort()

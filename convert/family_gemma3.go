@@ -29,7 +29,7 @@ func init() {
 }
 
 var gemma3Names = hfNames.with(
-	map[cflowfmt.MatrixID]string{cflowfmt.MatFFNNorm: "model.layers.%d.pre_feedforward_layernorm.weight"}, nil,
+	map[archspec.MatrixID]string{archspec.MatFFNNorm: "model.layers.%d.pre_feedforward_layernorm.weight"}, nil,
 	map[string]string{
 		archspec.VecPostAttnNorm: "model.layers.%d.post_attention_layernorm.weight",
 		archspec.VecPostFFNNorm:  "model.layers.%d.post_feedforward_layernorm.weight",
@@ -121,7 +121,7 @@ func (c *gemma3Config) apply(s *modelSpec, ck *checkpoint) error {
 	s.feature(archspec.FeatAttnScale)
 	// Embedding scale, rounded to the model's dtype: config torch_dtype
 	// (newer: dtype), else the embedding tensor's.
-	emb, err := ck.get(s.p.names.name(0, cflowfmt.MatEmbed, -1))
+	emb, err := ck.get(s.p.names.name(0, archspec.MatEmbed, -1))
 	if err != nil {
 		return err
 	}
@@ -167,7 +167,7 @@ func (c *gemma3Config) layerKinds(s *modelSpec) error {
 			switch k {
 			case "full_attention":
 			case "sliding_attention":
-				kinds[i] = cflowfmt.LayerSliding
+				kinds[i] = archspec.LayerSliding
 			default:
 				return refuse(s, "layer_types", k, "want full_attention or sliding_attention")
 			}
@@ -182,13 +182,13 @@ func (c *gemma3Config) layerKinds(s *modelSpec) error {
 		}
 		for i := range kinds {
 			if (i+1)%p != 0 {
-				kinds[i] = cflowfmt.LayerSliding
+				kinds[i] = archspec.LayerSliding
 			}
 		}
 	}
 	sliding := false
 	for _, k := range kinds {
-		sliding = sliding || k == cflowfmt.LayerSliding
+		sliding = sliding || k == archspec.LayerSliding
 	}
 	if sliding {
 		w := 4096 // Gemma3TextConfig's default

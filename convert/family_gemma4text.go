@@ -38,14 +38,14 @@ func init() {
 }
 
 var gemma4Names = hfNames.with(
-	map[cflowfmt.MatrixID]string{
-		cflowfmt.MatFFNNorm: "model.layers.%d.pre_feedforward_layernorm.weight",
-		cflowfmt.MatRouter:  "model.layers.%d.router.proj.weight",
+	map[archspec.MatrixID]string{
+		archspec.MatFFNNorm: "model.layers.%d.pre_feedforward_layernorm.weight",
+		archspec.MatRouter:  "model.layers.%d.router.proj.weight",
 	},
-	map[cflowfmt.MatrixID]string{
-		cflowfmt.MatExpertGate: "model.layers.%d.experts.%d.gate_proj",
-		cflowfmt.MatExpertUp:   "model.layers.%d.experts.%d.up_proj",
-		cflowfmt.MatExpertDown: "model.layers.%d.experts.%d.down_proj",
+	map[archspec.MatrixID]string{
+		archspec.MatExpertGate: "model.layers.%d.experts.%d.gate_proj",
+		archspec.MatExpertUp:   "model.layers.%d.experts.%d.up_proj",
+		archspec.MatExpertDown: "model.layers.%d.experts.%d.down_proj",
 	},
 	map[string]string{
 		archspec.VecPostAttnNorm:  "model.layers.%d.post_attention_layernorm.weight",
@@ -230,7 +230,7 @@ func (c *gemma4Config) apply(s *modelSpec, ck *checkpoint) error {
 	}
 	md.SetF32(cflowfmt.KeyAttnScale, 1)
 	s.feature(archspec.FeatAttnScale)
-	emb, err := ck.get(s.p.names.name(0, cflowfmt.MatEmbed, -1))
+	emb, err := ck.get(s.p.names.name(0, archspec.MatEmbed, -1))
 	if err != nil {
 		return err
 	}
@@ -311,12 +311,12 @@ func (c *gemma4Config) layerKinds(s *modelSpec) error {
 		switch t {
 		case "full_attention":
 		case "sliding_attention":
-			kinds[i] = cflowfmt.LayerSliding
+			kinds[i] = archspec.LayerSliding
 		default:
 			return refuse(s, "layer_types", t, "want full_attention or sliding_attention")
 		}
 	}
-	kinds[L-1] = cflowfmt.LayerFull
+	kinds[L-1] = archspec.LayerFull
 	if s.h.SlidingWindow == 0 {
 		return refuse(s, "sliding_window", 0, "sliding layers need a window ≥ 1")
 	}

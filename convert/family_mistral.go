@@ -49,7 +49,7 @@ func (s *modelSpec) everyLayerSliding(key string, w *int) error {
 	s.h.SlidingWindow = uint32(*w)
 	kinds := make([]byte, s.h.NumLayers)
 	for i := range kinds {
-		kinds[i] = cflowfmt.LayerSliding
+		kinds[i] = archspec.LayerSliding
 	}
 	s.setLayerKinds(kinds)
 	return nil

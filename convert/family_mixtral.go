@@ -2,7 +2,6 @@ package convert
 
 import (
 	"github.com/cflow-dev/cflow/archspec"
-	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
 // mixtral: MixtralForCausalLM: Llama attention and a MoE in place of the
@@ -17,11 +16,11 @@ func init() {
 }
 
 var mixtralNames = hfNames.with(
-	map[cflowfmt.MatrixID]string{cflowfmt.MatRouter: "model.layers.%d.block_sparse_moe.gate.weight"},
-	map[cflowfmt.MatrixID]string{
-		cflowfmt.MatExpertGate: "model.layers.%d.block_sparse_moe.experts.%d.w1.weight",
-		cflowfmt.MatExpertUp:   "model.layers.%d.block_sparse_moe.experts.%d.w3.weight",
-		cflowfmt.MatExpertDown: "model.layers.%d.block_sparse_moe.experts.%d.w2.weight",
+	map[archspec.MatrixID]string{archspec.MatRouter: "model.layers.%d.block_sparse_moe.gate.weight"},
+	map[archspec.MatrixID]string{
+		archspec.MatExpertGate: "model.layers.%d.block_sparse_moe.experts.%d.w1.weight",
+		archspec.MatExpertUp:   "model.layers.%d.block_sparse_moe.experts.%d.w3.weight",
+		archspec.MatExpertDown: "model.layers.%d.block_sparse_moe.experts.%d.w2.weight",
 	}, nil)
 
 type mixtralConfig struct {

@@ -17,14 +17,14 @@ import (
 // nativeNames: HF attention/FFN names plus moe_norm, moe.router and
 // moe.experts.
 var nativeNames = hfNames.with(
-	map[cflowfmt.MatrixID]string{
-		cflowfmt.MatMoENorm: "model.layers.%d.moe_norm.weight",
-		cflowfmt.MatRouter:  "model.layers.%d.moe.router.weight",
+	map[archspec.MatrixID]string{
+		archspec.MatMoENorm: "model.layers.%d.moe_norm.weight",
+		archspec.MatRouter:  "model.layers.%d.moe.router.weight",
 	},
-	map[cflowfmt.MatrixID]string{
-		cflowfmt.MatExpertGate: "model.layers.%d.moe.experts.%d.gate_proj.weight",
-		cflowfmt.MatExpertUp:   "model.layers.%d.moe.experts.%d.up_proj.weight",
-		cflowfmt.MatExpertDown: "model.layers.%d.moe.experts.%d.down_proj.weight",
+	map[archspec.MatrixID]string{
+		archspec.MatExpertGate: "model.layers.%d.moe.experts.%d.gate_proj.weight",
+		archspec.MatExpertUp:   "model.layers.%d.moe.experts.%d.up_proj.weight",
+		archspec.MatExpertDown: "model.layers.%d.moe.experts.%d.down_proj.weight",
 	}, nil)
 
 func init() {
@@ -176,9 +176,9 @@ func (c *nativeConfig) layerKinds(s *modelSpec) error {
 	for i, k := range lt {
 		switch k {
 		case "full_attention":
-			kinds[i] = cflowfmt.LayerFull
+			kinds[i] = archspec.LayerFull
 		case "sliding_attention":
-			kinds[i] = cflowfmt.LayerSliding
+			kinds[i] = archspec.LayerSliding
 		default:
 			return fmt.Errorf("%s: layer_types[%d] = %q, want full_attention or sliding_attention", c.file, i, k)
 		}

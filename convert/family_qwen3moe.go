@@ -18,11 +18,11 @@ func init() {
 }
 
 var qwen3MoeNames = hfNames.with(
-	map[cflowfmt.MatrixID]string{cflowfmt.MatRouter: "model.layers.%d.mlp.gate.weight"},
-	map[cflowfmt.MatrixID]string{
-		cflowfmt.MatExpertGate: "model.layers.%d.mlp.experts.%d.gate_proj.weight",
-		cflowfmt.MatExpertUp:   "model.layers.%d.mlp.experts.%d.up_proj.weight",
-		cflowfmt.MatExpertDown: "model.layers.%d.mlp.experts.%d.down_proj.weight",
+	map[archspec.MatrixID]string{archspec.MatRouter: "model.layers.%d.mlp.gate.weight"},
+	map[archspec.MatrixID]string{
+		archspec.MatExpertGate: "model.layers.%d.mlp.experts.%d.gate_proj.weight",
+		archspec.MatExpertUp:   "model.layers.%d.mlp.experts.%d.up_proj.weight",
+		archspec.MatExpertDown: "model.layers.%d.mlp.experts.%d.down_proj.weight",
 	}, nil)
 
 type qwen3MoeConfig struct {

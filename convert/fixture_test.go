@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/x448/float16"
 )
@@ -216,36 +217,36 @@ func (fx *fixture) tensorName(th cflowfmt.TileHeader) string {
 	p := fmt.Sprintf("model.layers.%d.", l)
 	mx := fx.arch == "mixtral"
 	switch th.Matrix {
-	case cflowfmt.MatEmbed:
+	case archspec.MatEmbed:
 		return "model.embed_tokens.weight"
-	case cflowfmt.MatLMHead:
+	case archspec.MatLMHead:
 		return "lm_head.weight"
-	case cflowfmt.MatFinalNorm:
+	case archspec.MatFinalNorm:
 		return "model.norm.weight"
-	case cflowfmt.MatAttnNorm:
+	case archspec.MatAttnNorm:
 		return p + "input_layernorm.weight"
-	case cflowfmt.MatFFNNorm:
+	case archspec.MatFFNNorm:
 		if fx.arch == "gemma3_text" {
 			return p + "pre_feedforward_layernorm.weight"
 		}
 		return p + "post_attention_layernorm.weight"
-	case cflowfmt.MatMoENorm:
+	case archspec.MatMoENorm:
 		return p + "moe_norm.weight"
-	case cflowfmt.MatQ:
+	case archspec.MatQ:
 		return p + "self_attn.q_proj.weight"
-	case cflowfmt.MatK:
+	case archspec.MatK:
 		return p + "self_attn.k_proj.weight"
-	case cflowfmt.MatV:
+	case archspec.MatV:
 		return p + "self_attn.v_proj.weight"
-	case cflowfmt.MatO:
+	case archspec.MatO:
 		return p + "self_attn.o_proj.weight"
-	case cflowfmt.MatGate:
+	case archspec.MatGate:
 		return p + "mlp.gate_proj.weight"
-	case cflowfmt.MatUp:
+	case archspec.MatUp:
 		return p + "mlp.up_proj.weight"
-	case cflowfmt.MatDown:
+	case archspec.MatDown:
 		return p + "mlp.down_proj.weight"
-	case cflowfmt.MatRouter:
+	case archspec.MatRouter:
 		if fx.arch == "qwen3_moe" {
 			return p + "mlp.gate.weight"
 		}
@@ -253,7 +254,7 @@ func (fx *fixture) tensorName(th cflowfmt.TileHeader) string {
 			return p + "block_sparse_moe.gate.weight"
 		}
 		return p + "moe.router.weight"
-	case cflowfmt.MatExpertGate:
+	case archspec.MatExpertGate:
 		if fx.arch == "qwen3_moe" {
 			return fmt.Sprintf("%smlp.experts.%d.gate_proj.weight", p, e)
 		}
@@ -261,7 +262,7 @@ func (fx *fixture) tensorName(th cflowfmt.TileHeader) string {
 			return fmt.Sprintf("%sblock_sparse_moe.experts.%d.w1.weight", p, e)
 		}
 		return fmt.Sprintf("%smoe.experts.%d.gate_proj.weight", p, e)
-	case cflowfmt.MatExpertUp:
+	case archspec.MatExpertUp:
 		if fx.arch == "qwen3_moe" {
 			return fmt.Sprintf("%smlp.experts.%d.up_proj.weight", p, e)
 		}
@@ -269,7 +270,7 @@ func (fx *fixture) tensorName(th cflowfmt.TileHeader) string {
 			return fmt.Sprintf("%sblock_sparse_moe.experts.%d.w3.weight", p, e)
 		}
 		return fmt.Sprintf("%smoe.experts.%d.up_proj.weight", p, e)
-	case cflowfmt.MatExpertDown:
+	case archspec.MatExpertDown:
 		if fx.arch == "qwen3_moe" {
 			return fmt.Sprintf("%smlp.experts.%d.down_proj.weight", p, e)
 		}

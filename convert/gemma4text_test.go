@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
@@ -80,7 +81,7 @@ func TestGemma4TextLayout(t *testing.T) {
 	}
 	f := openChecked(t, out)
 	h, md := &f.Header, f.Meta
-	if k := md.Bytes(cflowfmt.KeyLayerKinds); len(k) != 3 || k[2] != cflowfmt.LayerFull {
+	if k := md.Bytes(cflowfmt.KeyLayerKinds); len(k) != 3 || k[2] != archspec.LayerFull {
 		t.Fatalf("layer kinds %v: the last layer must be full", k)
 	}
 	if h.NumExperts != 128 || h.TopK != 8 || md.U32(cflowfmt.KeyGlobalKVHeads, 0) != 1 || md.U32(cflowfmt.KeyKEqV, 0) != 1 {
@@ -88,10 +89,10 @@ func TestGemma4TextLayout(t *testing.T) {
 	}
 	for _, lt := range walk(t, f) {
 		th := lt.t.TileHeader
-		if th.Layer == 2 && th.Matrix == cflowfmt.MatV {
+		if th.Layer == 2 && th.Matrix == archspec.MatV {
 			t.Fatalf("full layer has a V tile %+v", th)
 		}
-		if th.Layer == 2 && th.Matrix == cflowfmt.MatK && int(th.RowOffset)+int(th.Rows) > 32 {
+		if th.Layer == 2 && th.Matrix == archspec.MatK && int(th.RowOffset)+int(th.Rows) > 32 {
 			t.Fatalf("full layer K tile %+v beyond 1 KV head × 32", th)
 		}
 	}

@@ -3,6 +3,7 @@ package convert
 import (
 	"fmt"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/engine/plan"
 	"github.com/cflow-dev/cflow/quant"
@@ -39,7 +40,7 @@ type op struct {
 
 // mat is one matrix of a slot, resolved and shape-checked.
 type mat struct {
-	id     cflowfmt.MatrixID
+	id     archspec.MatrixID
 	layer  int
 	expert int
 	t      *tensor
@@ -110,11 +111,11 @@ type vocabSlot struct {
 
 func (ly *layouter) vocabSlots() []vocabSlot {
 	v := int(ly.s.h.NumLayers)
-	out := []vocabSlot{{cflowfmt.SlotEmbed, func() error { return ly.single(v, cflowfmt.MatEmbed) }}}
+	out := []vocabSlot{{cflowfmt.SlotEmbed, func() error { return ly.single(v, archspec.MatEmbed) }}}
 	if !ly.s.h.Has(cflowfmt.FlagTiedEmbed) {
-		out = append(out, vocabSlot{cflowfmt.SlotLMHead, func() error { return ly.single(v, cflowfmt.MatLMHead) }})
+		out = append(out, vocabSlot{cflowfmt.SlotLMHead, func() error { return ly.single(v, archspec.MatLMHead) }})
 	}
-	return append(out, vocabSlot{cflowfmt.SlotFinalNorm, func() error { return ly.norm(v, cflowfmt.MatFinalNorm) }})
+	return append(out, vocabSlot{cflowfmt.SlotFinalNorm, func() error { return ly.norm(v, archspec.MatFinalNorm) }})
 }
 
 // mark starts a layer's share of a .vflow region: relative offsets and
@@ -194,28 +195,28 @@ func (ly *layouter) moe(l int) error {
 
 // attnBody: attn_norm, Q/K/V interleaved by stripe, O.
 func (ly *layouter) attnBody(l int) error {
-	if err := ly.norm(l, cflowfmt.MatAttnNorm); err != nil {
+	if err := ly.norm(l, archspec.MatAttnNorm); err != nil {
 		return err
 	}
-	ids := []cflowfmt.MatrixID{cflowfmt.MatQ, cflowfmt.MatK}
+	ids := []archspec.MatrixID{archspec.MatQ, archspec.MatK}
 	if ly.s.hasV(l) {
-		ids = append(ids, cflowfmt.MatV)
+		ids = append(ids, archspec.MatV)
 	}
 	if err := ly.group(l, ids...); err != nil {
 		return err
 	}
-	return ly.single(l, cflowfmt.MatO)
+	return ly.single(l, archspec.MatO)
 }
 
 // denseBody: ffn_norm, gate/up interleaved by stripe, down.
 func (ly *layouter) denseBody(l int) error {
-	if err := ly.norm(l, cflowfmt.MatFFNNorm); err != nil {
+	if err := ly.norm(l, archspec.MatFFNNorm); err != nil {
 		return err
 	}
-	if err := ly.group(l, cflowfmt.MatGate, cflowfmt.MatUp); err != nil {
+	if err := ly.group(l, archspec.MatGate, archspec.MatUp); err != nil {
 		return err
 	}
-	return ly.single(l, cflowfmt.MatDown)
+	return ly.single(l, archspec.MatDown)
 }
 
 // moeBody: the router's norm (Header.MoESlotNorm: moe_norm for styles with
@@ -227,7 +228,7 @@ func (ly *layouter) moeBody(l int) error {
 			return err
 		}
 	}
-	return ly.single(l, cflowfmt.MatRouter)
+	return ly.single(l, archspec.MatRouter)
 }
 
 // bankBody: every expert's gate, up and down, expert by expert.
@@ -244,7 +245,7 @@ func (ly *layouter) bankBody(l int) error {
 			if err := ly.emit(&op{kind: opBeginExpert, layer: l, expert: e}); err != nil {
 				return err
 			}
-			for _, id := range []cflowfmt.MatrixID{cflowfmt.MatExpertGate, cflowfmt.MatExpertUp, cflowfmt.MatExpertDown} {
+			for _, id := range []archspec.MatrixID{archspec.MatExpertGate, archspec.MatExpertUp, archspec.MatExpertDown} {
 				m, err := ly.resolve(l, id, e)
 				if err != nil {
 					return err
@@ -263,37 +264,37 @@ func (ly *layouter) bankBody(l int) error {
 }
 
 // want returns the shape a matrix must have.
-func (ly *layouter) want(l int, id cflowfmt.MatrixID) (rows, cols int) {
+func (ly *layouter) want(l int, id archspec.MatrixID) (rows, cols int) {
 	h := &ly.s.h
 	d, hd := int(h.HiddenSize), 0
 	if l < int(h.NumLayers) {
 		hd = ly.s.headDim(l)
 	}
 	switch id {
-	case cflowfmt.MatQ:
+	case archspec.MatQ:
 		return int(h.NumHeads) * hd, d
-	case cflowfmt.MatK, cflowfmt.MatV:
-		return cflowfmt.KVHeads(h, ly.s.md, ly.s.full(l)) * hd, d
-	case cflowfmt.MatO:
+	case archspec.MatK, archspec.MatV:
+		return h.Geometry(ly.s.md).KVHeads(ly.s.full(l)) * hd, d
+	case archspec.MatO:
 		return d, int(h.NumHeads) * hd
-	case cflowfmt.MatGate, cflowfmt.MatUp:
+	case archspec.MatGate, archspec.MatUp:
 		return int(h.IntermediateSize), d
-	case cflowfmt.MatDown:
+	case archspec.MatDown:
 		return d, int(h.IntermediateSize)
-	case cflowfmt.MatRouter:
+	case archspec.MatRouter:
 		return int(h.NumExperts), d
-	case cflowfmt.MatExpertGate, cflowfmt.MatExpertUp:
+	case archspec.MatExpertGate, archspec.MatExpertUp:
 		return int(h.ExpertIntermediateSize), d
-	case cflowfmt.MatExpertDown:
+	case archspec.MatExpertDown:
 		return d, int(h.ExpertIntermediateSize)
-	case cflowfmt.MatEmbed, cflowfmt.MatLMHead:
+	case archspec.MatEmbed, archspec.MatLMHead:
 		return int(h.VocabSize), d
 	}
 	return 1, d // norms
 }
 
 // resolve finds a matrix's tensor and checks its shape.
-func (ly *layouter) resolve(l int, id cflowfmt.MatrixID, expert int) (*mat, error) {
+func (ly *layouter) resolve(l int, id archspec.MatrixID, expert int) (*mat, error) {
 	name := ly.nm.name(l, id, expert)
 	t, err := ly.c.get(name)
 	if err != nil {
@@ -354,7 +355,7 @@ func (ly *layouter) tile(m *mat, o *op) error {
 
 // norm emits a norm vector; the writer stores it as 1-row F32 tiles of at
 // most 256 columns, which the relative offsets account for.
-func (ly *layouter) norm(l int, id cflowfmt.MatrixID) error {
+func (ly *layouter) norm(l int, id archspec.MatrixID) error {
 	m, err := ly.resolve(l, id, -1)
 	if err != nil {
 		return err
@@ -370,7 +371,7 @@ func (ly *layouter) norm(l int, id cflowfmt.MatrixID) error {
 }
 
 // single emits one matrix shard by shard.
-func (ly *layouter) single(l int, id cflowfmt.MatrixID) error {
+func (ly *layouter) single(l int, id archspec.MatrixID) error {
 	return ly.group(l, id)
 }
 
@@ -378,7 +379,7 @@ func (ly *layouter) single(l int, id cflowfmt.MatrixID) error {
 // first as one interleaved run; then, node by node, the node's stripes of
 // every split member, interleaved, so each node's share is one contiguous
 // byte range.
-func (ly *layouter) group(l int, ids ...cflowfmt.MatrixID) error {
+func (ly *layouter) group(l int, ids ...archspec.MatrixID) error {
 	ms := make([]*mat, len(ids))
 	for i, id := range ids {
 		m, err := ly.resolve(l, id, -1)

@@ -67,11 +67,11 @@ func TestStories260K(t *testing.T) {
 		// is source row 2j (j < hd/2) or 2(j-hd/2)+1.
 		for _, lt := range tiles {
 			th := lt.t.TileHeader
-			if th.Layer != 1 || (th.Matrix != cflowfmt.MatQ && th.Matrix != cflowfmt.MatK) {
+			if th.Layer != 1 || (th.Matrix != archspec.MatQ && th.Matrix != archspec.MatK) {
 				continue
 			}
 			src := wq
-			if th.Matrix == cflowfmt.MatK {
+			if th.Matrix == archspec.MatK {
 				src = wk
 			}
 			for r := 0; r < int(th.Rows); r++ {

@@ -5,36 +5,35 @@ import (
 	"maps"
 
 	"github.com/cflow-dev/cflow/archspec"
-	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
 // naming maps (layer, matrix, expert) to the checkpoint's tensor name. It is
 // data: fmt patterns taking the layer index (and the expert index for
 // expert matrices). Families start from hfNames and override what differs.
 type naming struct {
-	layer  map[cflowfmt.MatrixID]string // pattern(layer)
-	expert map[cflowfmt.MatrixID]string // pattern(layer, expert)
-	global map[cflowfmt.MatrixID]string // embedding, LM head, final norm
+	layer  map[archspec.MatrixID]string // pattern(layer)
+	expert map[archspec.MatrixID]string // pattern(layer, expert)
+	global map[archspec.MatrixID]string // embedding, LM head, final norm
 	vector map[string]string            // per-layer vectors by cflowfmt.Vec* role, pattern(layer)
 }
 
 // hfNames are the Llama names every HF family shares.
 var hfNames = naming{
-	layer: map[cflowfmt.MatrixID]string{
-		cflowfmt.MatAttnNorm: "model.layers.%d.input_layernorm.weight",
-		cflowfmt.MatQ:        "model.layers.%d.self_attn.q_proj.weight",
-		cflowfmt.MatK:        "model.layers.%d.self_attn.k_proj.weight",
-		cflowfmt.MatV:        "model.layers.%d.self_attn.v_proj.weight",
-		cflowfmt.MatO:        "model.layers.%d.self_attn.o_proj.weight",
-		cflowfmt.MatFFNNorm:  "model.layers.%d.post_attention_layernorm.weight",
-		cflowfmt.MatGate:     "model.layers.%d.mlp.gate_proj.weight",
-		cflowfmt.MatUp:       "model.layers.%d.mlp.up_proj.weight",
-		cflowfmt.MatDown:     "model.layers.%d.mlp.down_proj.weight",
+	layer: map[archspec.MatrixID]string{
+		archspec.MatAttnNorm: "model.layers.%d.input_layernorm.weight",
+		archspec.MatQ:        "model.layers.%d.self_attn.q_proj.weight",
+		archspec.MatK:        "model.layers.%d.self_attn.k_proj.weight",
+		archspec.MatV:        "model.layers.%d.self_attn.v_proj.weight",
+		archspec.MatO:        "model.layers.%d.self_attn.o_proj.weight",
+		archspec.MatFFNNorm:  "model.layers.%d.post_attention_layernorm.weight",
+		archspec.MatGate:     "model.layers.%d.mlp.gate_proj.weight",
+		archspec.MatUp:       "model.layers.%d.mlp.up_proj.weight",
+		archspec.MatDown:     "model.layers.%d.mlp.down_proj.weight",
 	},
-	global: map[cflowfmt.MatrixID]string{
-		cflowfmt.MatEmbed:     "model.embed_tokens.weight",
-		cflowfmt.MatLMHead:    "lm_head.weight",
-		cflowfmt.MatFinalNorm: "model.norm.weight",
+	global: map[archspec.MatrixID]string{
+		archspec.MatEmbed:     "model.embed_tokens.weight",
+		archspec.MatLMHead:    "lm_head.weight",
+		archspec.MatFinalNorm: "model.norm.weight",
 	},
 	vector: map[string]string{
 		archspec.VecQBias:    "model.layers.%d.self_attn.q_proj.bias",
@@ -51,10 +50,10 @@ var hfNames = naming{
 
 // with returns a copy of n with the given layer patterns, expert patterns
 // and vector patterns replaced or added.
-func (n naming) with(layer, expert map[cflowfmt.MatrixID]string, vector map[string]string) naming {
+func (n naming) with(layer, expert map[archspec.MatrixID]string, vector map[string]string) naming {
 	out := naming{layer: maps.Clone(n.layer), expert: maps.Clone(n.expert), global: n.global, vector: maps.Clone(n.vector)}
 	if out.expert == nil {
-		out.expert = map[cflowfmt.MatrixID]string{}
+		out.expert = map[archspec.MatrixID]string{}
 	}
 	maps.Copy(out.layer, layer)
 	maps.Copy(out.expert, expert)
@@ -62,7 +61,7 @@ func (n naming) with(layer, expert map[cflowfmt.MatrixID]string, vector map[stri
 	return out
 }
 
-func (n naming) name(layer int, m cflowfmt.MatrixID, expert int) string {
+func (n naming) name(layer int, m archspec.MatrixID, expert int) string {
 	if p, ok := n.global[m]; ok {
 		return p
 	}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
@@ -74,7 +75,7 @@ func (p *planner) headCuts(Hkv int) (q, kv []int, kvSplit bool) {
 }
 
 // split returns matrix m's policy and shards (rows × cols is its shape).
-func (p *planner) split(l int, m cflowfmt.MatrixID, rows, cols int) (string, []shard) {
+func (p *planner) split(l int, m archspec.MatrixID, rows, cols int) (string, []shard) {
 	n := p.nodes
 	byRows := func(c []int) []shard {
 		var out []shard
@@ -103,24 +104,24 @@ func (p *planner) split(l int, m cflowfmt.MatrixID, rows, cols int) (string, []s
 	}
 	var hd, hkv int
 	if l < int(p.s.h.NumLayers) {
-		hd, hkv = p.s.headDim(l), cflowfmt.KVHeads(&p.s.h, p.s.md, p.s.full(l))
+		hd, hkv = p.s.headDim(l), p.s.h.Geometry(p.s.md).KVHeads(p.s.full(l))
 	}
 	switch m {
-	case cflowfmt.MatQ:
+	case archspec.MatQ:
 		q, _, _ := p.headCuts(hkv)
 		return cflowfmt.PolicyColumn, byRows(scale(q, hd))
-	case cflowfmt.MatK, cflowfmt.MatV:
+	case archspec.MatK, archspec.MatV:
 		if _, kv, ok := p.headCuts(hkv); ok {
 			return cflowfmt.PolicyColumn, byRows(scale(kv, hd))
 		}
-	case cflowfmt.MatO:
+	case archspec.MatO:
 		q, _, _ := p.headCuts(hkv)
 		return cflowfmt.PolicyRow, byCols(round32(scale(q, hd), cols))
-	case cflowfmt.MatGate, cflowfmt.MatUp:
+	case archspec.MatGate, archspec.MatUp:
 		return cflowfmt.PolicyColumn, byRows(cflowfmt.ShardCuts(rows, tileRows, n))
-	case cflowfmt.MatDown:
+	case archspec.MatDown:
 		return cflowfmt.PolicyRow, byCols(cflowfmt.ShardCuts(cols, tileRows, n))
-	case cflowfmt.MatEmbed, cflowfmt.MatLMHead:
+	case archspec.MatEmbed, archspec.MatLMHead:
 		return cflowfmt.PolicyVocab, byRows(cflowfmt.ShardCuts(rows, tileRows, n))
 	}
 	return cflowfmt.PolicyReplicated, []shard{{-1, 0, rows, 0, cols}}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/quant"
 )
@@ -147,7 +148,7 @@ func checkPlan(t *testing.T, f *cflowfmt.File, p *cflowfmt.NUMAPlan, arch string
 		// Balance in the unit the policy splits by.
 		unit := map[string]int{cflowfmt.PolicyColumn: 128, cflowfmt.PolicyVocab: 128, cflowfmt.PolicyRow: 128}[ms.Policy]
 		if ms.Matrix == "q" || ms.Matrix == "k" || ms.Matrix == "v" {
-			unit = h.HeadDimFor(f.Meta.Bytes(cflowfmt.KeyLayerKinds) == nil || f.Meta.Bytes(cflowfmt.KeyLayerKinds)[ms.Layer] == cflowfmt.LayerFull)
+			unit = h.Geometry(f.Meta).HeadDimFor(f.Meta.Bytes(cflowfmt.KeyLayerKinds) == nil || f.Meta.Bytes(cflowfmt.KeyLayerKinds)[ms.Layer] == archspec.LayerFull)
 		}
 		if ms.Matrix == "o" {
 			continue // follows the Q heads, rounded to 32 columns

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/engine/plan"
 	"github.com/cflow-dev/cflow/quant"
@@ -81,7 +82,7 @@ func buildSpec(c *checkpoint, p *family, fc familyConfig, q quant.Type) (*modelS
 // dense FFN the family needs. A family without one clears its width.
 func checkWeights(c *checkpoint, p *family, file string, g *geom) error {
 	nm := p.names
-	routerName := nm.name(0, cflowfmt.MatRouter, -1)
+	routerName := nm.name(0, archspec.MatRouter, -1)
 	if p.needExperts && (g.E == 0 || !c.has(routerName)) {
 		what := "num_experts is 0 or absent in " + file
 		if g.E > 0 {
@@ -99,7 +100,7 @@ func checkWeights(c *checkpoint, p *family, file string, g *geom) error {
 		g.F = 0
 		return nil
 	}
-	gate := nm.name(0, cflowfmt.MatGate, -1)
+	gate := nm.name(0, archspec.MatGate, -1)
 	if g.F == 0 || !c.has(gate) {
 		return fmt.Errorf("%s: architecture %s needs a dense FFN, but the checkpoint has none (intermediate_size %d, tensor %s present: %v)",
 			c.path, p.name, g.F, gate, c.has(gate))
@@ -185,7 +186,7 @@ func (s *modelSpec) checkWidths(g geom) error {
 // RoPE base (both range-checked), tied embeddings, special ids, tokenizer.
 func (s *modelSpec) commonMeta(c *checkpoint, b *baseConfig) error {
 	h, md, p := &s.h, s.md, s.p
-	tied := !c.has(p.names.name(0, cflowfmt.MatLMHead, -1))
+	tied := !c.has(p.names.name(0, archspec.MatLMHead, -1))
 	if b.TieWordEmbeddings != nil {
 		tied = *b.TieWordEmbeddings
 	}
@@ -260,12 +261,12 @@ func b2u(b bool) uint32 {
 // full reports whether layer l uses full attention (its own head dim,
 // global θ, K = V sharing).
 func (s *modelSpec) full(l int) bool {
-	return s.layerKinds == nil || l >= len(s.layerKinds) || s.layerKinds[l] == cflowfmt.LayerFull
+	return s.layerKinds == nil || l >= len(s.layerKinds) || s.layerKinds[l] == archspec.LayerFull
 }
 
 // headDim is layer l's head dimension.
 func (s *modelSpec) headDim(l int) int {
-	return s.h.HeadDimFor(s.full(l))
+	return s.h.Geometry(s.md).HeadDimFor(s.full(l))
 }
 
 // hasV reports whether layer l stores a V projection (not with K = V).

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
@@ -45,8 +46,8 @@ func checkClaimed(c *checkpoint, s *modelSpec) error {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	emb := s.p.names.name(0, cflowfmt.MatEmbed, -1)
-	lm := s.p.names.name(0, cflowfmt.MatLMHead, -1)
+	emb := s.p.names.name(0, archspec.MatEmbed, -1)
+	lm := s.p.names.name(0, archspec.MatLMHead, -1)
 	for _, n := range names {
 		if c.claimed[n] || strings.HasSuffix(n, ".rotary_emb.inv_freq") {
 			continue

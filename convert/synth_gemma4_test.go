@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/quant"
 	"github.com/cflow-dev/cflow/vflowfmt"
@@ -41,20 +42,20 @@ func TestSynthesizeGemma4(t *testing.T) {
 	}
 	kinds := md.Bytes(cflowfmt.KeyLayerKinds)
 	for l := 0; l < g.Layers; l++ {
-		want := byte(cflowfmt.LayerSliding)
+		want := byte(archspec.LayerSliding)
 		if l == 5 || l == g.Layers-1 {
-			want = cflowfmt.LayerFull
+			want = archspec.LayerFull
 		}
-		if len(kinds) != g.Layers || kinds[l] != want || g.LayerFull(l) != (want == cflowfmt.LayerFull) {
+		if len(kinds) != g.Layers || kinds[l] != want || g.LayerFull(l) != (want == archspec.LayerFull) {
 			t.Fatalf("layer kinds %v, want layer %d kind %d", kinds, l, want)
 		}
 	}
 	for _, lt := range walk(t, f) {
 		th := lt.t.TileHeader
-		if th.Matrix == cflowfmt.MatV && g.LayerFull(int(th.Layer)) {
+		if th.Matrix == archspec.MatV && g.LayerFull(int(th.Layer)) {
 			t.Fatalf("full layer %d has a V tile", th.Layer)
 		}
-		if th.Matrix == cflowfmt.MatK && g.LayerFull(int(th.Layer)) && int(th.RowOffset)+int(th.Rows) > g.GlobalKVHeads*g.GlobalHeadDim {
+		if th.Matrix == archspec.MatK && g.LayerFull(int(th.Layer)) && int(th.RowOffset)+int(th.Rows) > g.GlobalKVHeads*g.GlobalHeadDim {
 			t.Fatalf("full layer K tile %+v beyond %d KV heads × %d", th, g.GlobalKVHeads, g.GlobalHeadDim)
 		}
 	}

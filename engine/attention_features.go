@@ -126,7 +126,7 @@ func (r *ropeScaling) scale(inv []float32) {
 func (e *Engine) attachFeatures(lp *layerPlan, l int) error {
 	fx, md, h := e.fx, e.m.Meta, &e.h
 	kinds := md.Bytes(cflowfmt.KeyLayerKinds)
-	if full := kinds == nil || kinds[l] == cflowfmt.LayerFull; full && fx.rope.kind != "" {
+	if full := kinds == nil || kinds[l] == archspec.LayerFull; full && fx.rope.kind != "" {
 		fx.rope.scale(lp.invFreq)
 	}
 	lf := &layerFeatures{}

@@ -3,6 +3,7 @@ package engine
 import (
 	"testing"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/quant"
 )
@@ -66,12 +67,12 @@ func TestClaim1OnlySelectedExperts(t *testing.T) {
 
 type read struct {
 	off int64
-	m   cflowfmt.MatrixID
+	m   archspec.MatrixID
 }
 
 func recordReads(e *Engine) *[]read {
 	var rs []read
-	e.readHook = func(off int64, m cflowfmt.MatrixID) { rs = append(rs, read{off, m}) }
+	e.readHook = func(off int64, m archspec.MatrixID) { rs = append(rs, read{off, m}) }
 	return &rs
 }
 
@@ -103,7 +104,7 @@ func TestClaim5ForwardReads(t *testing.T) {
 						t.Fatal(err)
 					}
 					seq := *rs
-					for len(seq) > 0 && seq[0].m == cflowfmt.MatEmbed {
+					for len(seq) > 0 && seq[0].m == archspec.MatEmbed {
 						seq = seq[1:]
 					}
 					var offs []int64
@@ -168,12 +169,12 @@ func TestClaim4OneActivationLoad(t *testing.T) {
 		t.Fatalf("activation preparations %v, want attn %d dense %d moe %d", got, 2*L, 2*L, L*(1+k))
 	}
 	// Layer 0 is sliding (has V); its Q/K/V reads alternate by stripe.
-	var mats []cflowfmt.MatrixID
+	var mats []archspec.MatrixID
 	for _, r := range *rs {
-		if r.m == cflowfmt.MatO {
+		if r.m == archspec.MatO {
 			break
 		}
-		if r.m <= cflowfmt.MatV {
+		if r.m <= archspec.MatV {
 			mats = append(mats, r.m)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"math"
 	"runtime"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/engine/expertio"
 	"github.com/cflow-dev/cflow/engine/numa"
@@ -121,7 +122,7 @@ type Engine struct {
 	// Test hooks: readHook sees every tile dot (offset, matrix), possibly
 	// from several goroutines when Threads > 1; prepCount counts activation
 	// preparations per stream.
-	readHook  func(off int64, m cflowfmt.MatrixID)
+	readHook  func(off int64, m archspec.MatrixID)
 	prepCount [numStreams]int64
 }
 
@@ -225,7 +226,7 @@ func New(m *cflowfmt.Model, opt Options) (*Engine, error) {
 // embedding tiles themselves when the embeddings are tied).
 func (e *Engine) buildVocab() error {
 	m, V := e.m, int(e.h.VocabSize)
-	emb, err := buildPlan("embedding", m.Embed, map[cflowfmt.MatrixID]int{cflowfmt.MatEmbed: 0}, []int{V}, e.d)
+	emb, err := buildPlan("embedding", m.Embed, map[archspec.MatrixID]int{archspec.MatEmbed: 0}, []int{V}, e.d)
 	if err != nil {
 		return err
 	}
@@ -240,7 +241,7 @@ func (e *Engine) buildVocab() error {
 	if len(m.LMHead) == 0 {
 		return fmt.Errorf("runtime: no LM head tiles and embeddings are not tied")
 	}
-	lm, err := buildPlan("lm_head", m.LMHead, map[cflowfmt.MatrixID]int{cflowfmt.MatLMHead: 0}, []int{V}, e.d)
+	lm, err := buildPlan("lm_head", m.LMHead, map[archspec.MatrixID]int{archspec.MatLMHead: 0}, []int{V}, e.d)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/engine/expertio"
 )
@@ -215,7 +216,7 @@ func (e *Engine) readyExpert(l, ex int, s *expertio.Slot) (*expertPlan, error) {
 	for i := range ts {
 		dst := &sp.dn
 		k := &d
-		if ts[i].Matrix != cflowfmt.MatExpertDown {
+		if ts[i].Matrix != archspec.MatExpertDown {
 			dst, k = &sp.gu, &g
 		}
 		if *k >= len(*dst) || (*dst)[*k].TileHeader != ts[i].TileHeader || (*dst)[*k].Offset != ts[i].Offset {

@@ -57,7 +57,7 @@ func TestCflowVflowAgree(t *testing.T) {
 		cf, vf := writeBoth(t, seed)
 		ec, ev := newEngine(t, cf, 2), newEngine(t, vf, 1) // the hook below is not goroutine-safe
 		reads := map[int64]int{}
-		ev.readHook = func(off int64, m cflowfmt.MatrixID) {
+		ev.readHook = func(off int64, m archspec.MatrixID) {
 			if !m.IsExpert() {
 				reads[off]++
 			}

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
@@ -49,13 +50,13 @@ func (e *Engine) buildLayer(l int) (*layerPlan, error) {
 	theta := md.F32(cflowfmt.KeyRopeTheta, 10000)
 	partial := float32(1)
 	lp.hd = int(h.HeadDim)
-	if kinds != nil && kinds[l] == cflowfmt.LayerSliding {
+	if kinds != nil && kinds[l] == archspec.LayerSliding {
 		lp.window = int(h.SlidingWindow)
 	} else {
 		// A full-attention layer (every layer when attn.layer_kinds is
 		// absent): the global geometry, each key defaulting to the uniform
 		// value so plain models need none of them.
-		lp.hd = h.HeadDimFor(true)
+		lp.hd = h.Geometry(md).HeadDimFor(true)
 		theta = md.F32(cflowfmt.KeyRopeThetaGlobal, theta)
 		partial = md.F32(cflowfmt.KeyRopePartial, 1)
 		lp.kEqV = md.U32(cflowfmt.KeyKEqV, 0) != 0
@@ -64,7 +65,7 @@ func (e *Engine) buildLayer(l int) (*layerPlan, error) {
 		return nil, fmt.Errorf("runtime: %s %v outside (0, 1]", cflowfmt.KeyRopePartial, partial)
 	}
 	lp.invFreq = ropeFreqs(lp.hd, theta, int(partial*float32(lp.hd/2)))
-	lp.kvHeads = cflowfmt.KVHeads(h, md, !(kinds != nil && kinds[l] == cflowfmt.LayerSliding))
+	lp.kvHeads = h.Geometry(md).KVHeads(!(kinds != nil && kinds[l] == archspec.LayerSliding))
 	lp.qDim, lp.kvDim = int(h.NumHeads)*lp.hd, lp.kvHeads*lp.hd
 	if err := e.attachFeatures(lp, l); err != nil {
 		return nil, err
@@ -74,30 +75,30 @@ func (e *Engine) buildLayer(l int) (*layerPlan, error) {
 		return nil, fmt.Errorf("runtime: layer %d attention norm has %d values, want %d", l, len(lp.attnNorm), d)
 	}
 	vDim := lp.kvDim
-	if lp.kEqV && !hasMatrix(L.QKV, cflowfmt.MatV) {
+	if lp.kEqV && !hasMatrix(L.QKV, archspec.MatV) {
 		vDim = 0
 	}
 	var err error
 	what := func(s string) string { return fmt.Sprintf("layer %d %s", l, s) }
-	if lp.qkv, err = buildCovering(what("q/k/v"), L.QKV, map[cflowfmt.MatrixID]int{cflowfmt.MatQ: 0, cflowfmt.MatK: 1, cflowfmt.MatV: 2},
+	if lp.qkv, err = buildCovering(what("q/k/v"), L.QKV, map[archspec.MatrixID]int{archspec.MatQ: 0, archspec.MatK: 1, archspec.MatV: 2},
 		[]int{lp.qDim, lp.kvDim, vDim}, d); err != nil {
 		return nil, err
 	}
-	if lp.o, err = buildCovering(what("o"), L.O, map[cflowfmt.MatrixID]int{cflowfmt.MatO: 0}, []int{d}, lp.qDim); err != nil {
+	if lp.o, err = buildCovering(what("o"), L.O, map[archspec.MatrixID]int{archspec.MatO: 0}, []int{d}, lp.qDim); err != nil {
 		return nil, err
 	}
 	needFFNNorm := false
 	if ff := int(h.IntermediateSize); ff > 0 {
 		needFFNNorm = true
-		if lp.gateUp, err = buildCovering(what("gate/up"), L.GateUp, map[cflowfmt.MatrixID]int{cflowfmt.MatGate: 0, cflowfmt.MatUp: 1}, []int{ff, ff}, d); err != nil {
+		if lp.gateUp, err = buildCovering(what("gate/up"), L.GateUp, map[archspec.MatrixID]int{archspec.MatGate: 0, archspec.MatUp: 1}, []int{ff, ff}, d); err != nil {
 			return nil, err
 		}
-		if lp.down, err = buildCovering(what("down"), L.Down, map[cflowfmt.MatrixID]int{cflowfmt.MatDown: 0}, []int{d}, ff); err != nil {
+		if lp.down, err = buildCovering(what("down"), L.Down, map[archspec.MatrixID]int{archspec.MatDown: 0}, []int{d}, ff); err != nil {
 			return nil, err
 		}
 	}
 	if E := int(h.NumExperts); E > 0 {
-		if lp.router, err = buildCovering(what("router"), L.Router, map[cflowfmt.MatrixID]int{cflowfmt.MatRouter: 0}, []int{E}, d); err != nil {
+		if lp.router, err = buildCovering(what("router"), L.Router, map[archspec.MatrixID]int{archspec.MatRouter: 0}, []int{E}, d); err != nil {
 			return nil, err
 		}
 		if len(L.Experts) != E {
@@ -120,7 +121,7 @@ func (e *Engine) buildLayer(l int) (*layerPlan, error) {
 	return lp, nil
 }
 
-func buildCovering(what string, tiles []cflowfmt.MappedTile, outs map[cflowfmt.MatrixID]int, dims []int, in int) (*matPlan, error) {
+func buildCovering(what string, tiles []cflowfmt.MappedTile, outs map[archspec.MatrixID]int, dims []int, in int) (*matPlan, error) {
 	p, err := buildPlan(what, tiles, outs, dims, in)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: %w", err)
@@ -131,7 +132,7 @@ func buildCovering(what string, tiles []cflowfmt.MappedTile, outs map[cflowfmt.M
 	return p, nil
 }
 
-func hasMatrix(ts []cflowfmt.MappedTile, m cflowfmt.MatrixID) bool {
+func hasMatrix(ts []cflowfmt.MappedTile, m archspec.MatrixID) bool {
 	for i := range ts {
 		if ts[i].Matrix == m {
 			return true
@@ -180,7 +181,7 @@ func (e *Engine) expert(lp *layerPlan, x int) (*expertPlan, error) {
 // down tiles, each in file order, copying them into fresh slices.
 func splitExpert(ts []cflowfmt.MappedTile) (gu, dn []cflowfmt.MappedTile) {
 	for _, t := range ts {
-		if t.Matrix == cflowfmt.MatExpertDown {
+		if t.Matrix == archspec.MatExpertDown {
 			dn = append(dn, t)
 		} else {
 			gu = append(gu, t)
@@ -196,10 +197,10 @@ func (e *Engine) expertPlanOf(l, x int, gu, dn []cflowfmt.MappedTile) (*expertPl
 	what := fmt.Sprintf("layer %d expert %d", l, x)
 	ep := &expertPlan{}
 	var err error
-	if ep.gateUp, err = buildCovering(what+" gate/up", gu, map[cflowfmt.MatrixID]int{cflowfmt.MatExpertGate: 0, cflowfmt.MatExpertUp: 1}, []int{eff, eff}, d); err != nil {
+	if ep.gateUp, err = buildCovering(what+" gate/up", gu, map[archspec.MatrixID]int{archspec.MatExpertGate: 0, archspec.MatExpertUp: 1}, []int{eff, eff}, d); err != nil {
 		return nil, err
 	}
-	if ep.down, err = buildCovering(what+" down", dn, map[cflowfmt.MatrixID]int{cflowfmt.MatExpertDown: 0}, []int{d}, eff); err != nil {
+	if ep.down, err = buildCovering(what+" down", dn, map[archspec.MatrixID]int{archspec.MatExpertDown: 0}, []int{d}, eff); err != nil {
 		return nil, err
 	}
 	ep.bytes = ep.gateUp.bytes + ep.down.bytes

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/quant"
 )
@@ -36,7 +37,7 @@ type matPlan struct {
 // index; dims gives each output's length. Tiles outside their matrix, of an
 // unexpected matrix, or with broken byte arrays are refused here so the hot
 // path never bounds-checks a malformed file.
-func buildPlan(what string, tiles []cflowfmt.MappedTile, outs map[cflowfmt.MatrixID]int, dims []int, inDim int) (*matPlan, error) {
+func buildPlan(what string, tiles []cflowfmt.MappedTile, outs map[archspec.MatrixID]int, dims []int, inDim int) (*matPlan, error) {
 	p := &matPlan{outDims: dims, inDim: inDim, q4: len(tiles) > 0}
 	for i := range tiles {
 		t := &tiles[i]
@@ -163,7 +164,7 @@ type matvecJob struct {
 	p    *matPlan
 	a    *actVec
 	outs [][]float32
-	hook func(off int64, m cflowfmt.MatrixID)
+	hook func(off int64, m archspec.MatrixID)
 	item func(i int)
 	// pairItem is the loop body that walks stripes i and i+h at once
 	// (matvec_pairs.go).
@@ -178,7 +179,7 @@ func newMatvecJob() *matvecJob {
 }
 
 // load copies a matvec's operands into the job.
-func (j *matvecJob) load(p *matPlan, a *actVec, hook func(off int64, m cflowfmt.MatrixID), outs [][]float32) {
+func (j *matvecJob) load(p *matPlan, a *actVec, hook func(off int64, m archspec.MatrixID), outs [][]float32) {
 	j.p, j.a, j.hook = p, a, hook
 	j.outs = append(j.outs[:0], outs...)
 }
@@ -202,7 +203,7 @@ func (j *matvecJob) stripe(i int) {
 // y (indexed by output row), prefetching the descriptors ahead (next: the
 // following stripe's tiles) and reporting each read to hook. The plain and
 // the NUMA matvec both walk a stripe this way.
-func walkStripe(s *stripe, next []*cflowfmt.MappedTile, a *actVec, y []float32, hook func(off int64, m cflowfmt.MatrixID)) {
+func walkStripe(s *stripe, next []*cflowfmt.MappedTile, a *actVec, y []float32, hook func(off int64, m archspec.MatrixID)) {
 	for k, t := range s.tiles {
 		tileAhead(s.tiles, k, next)
 		if hook != nil {

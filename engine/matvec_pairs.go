@@ -1,6 +1,9 @@
 package engine
 
-import "github.com/cflow-dev/cflow/cflowfmt"
+import (
+	"github.com/cflow-dev/cflow/archspec"
+	"github.com/cflow-dev/cflow/cflowfmt"
+)
 
 // Two tile streams per thread. At one core the decode kernel's DRAM stream
 // is bounded by how many misses it keeps in flight while it computes, not
@@ -42,7 +45,7 @@ func (j *matvecJob) pair(i int) {
 // tile by tile together, through the two-stream kernel where the tiles
 // share their columns; others one after the other. Each stripe's tiles are
 // still summed in file order, so the bits are walkStripe's.
-func walkPair(a, b *stripe, nextA, nextB []*cflowfmt.MappedTile, x *actVec, ya, yb []float32, hook func(off int64, m cflowfmt.MatrixID)) {
+func walkPair(a, b *stripe, nextA, nextB []*cflowfmt.MappedTile, x *actVec, ya, yb []float32, hook func(off int64, m archspec.MatrixID)) {
 	if len(a.tiles) != len(b.tiles) {
 		walkStripe(a, nextA, x, ya, hook)
 		walkStripe(b, nextB, x, yb, hook)

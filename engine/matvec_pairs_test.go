@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/quant"
 )
 
@@ -104,7 +104,7 @@ func TestPairedStripesReadEveryTileOnce(t *testing.T) {
 		offs := func(rs []read) []int64 {
 			var o []int64
 			for _, r := range rs {
-				if r.m != cflowfmt.MatEmbed {
+				if r.m != archspec.MatEmbed {
 					o = append(o, r.off)
 				}
 			}

@@ -23,7 +23,7 @@ type testModel struct {
 	expertBytes map[[2]int]int64
 }
 
-func mkey(l int, m cflowfmt.MatrixID, e int) string { return fmt.Sprintf("%d/%v/%d", l, m, e) }
+func mkey(l int, m archspec.MatrixID, e int) string { return fmt.Sprintf("%d/%v/%d", l, m, e) }
 
 // buildTestModel draws weights from seed. Matrices get scale 1/√in so the
 // residual stays O(1); norms are 1 + 0.2·N(0,1).
@@ -44,11 +44,11 @@ func buildTestModel(h cflowfmt.Header, md *cflowfmt.Metadata, seed int64) *testM
 	off := int64(4096)
 	L := int(h.NumLayers)
 	kinds := md.Bytes(cflowfmt.KeyLayerKinds)
-	shape := func(l int, id cflowfmt.MatrixID) (int, int) {
+	shape := func(l int, id archspec.MatrixID) (int, int) {
 		if l < L {
-			return cflowfmt.MatrixShape(&h, md, l, id)
+			return h.Geometry(md).MatrixShape(l, id)
 		}
-		return cflowfmt.MatrixShape(&h, md, 0, id)
+		return h.Geometry(md).MatrixShape(0, id)
 	}
 	norm := func(name string) []float32 {
 		v := make([]float32, h.HiddenSize)
@@ -59,13 +59,13 @@ func buildTestModel(h cflowfmt.Header, md *cflowfmt.Metadata, seed int64) *testM
 		return v
 	}
 	// tiles encodes matrices interleaved by output stripe and assigns offsets.
-	tiles := func(l, e int, ids ...cflowfmt.MatrixID) []cflowfmt.MappedTile {
-		ws := map[cflowfmt.MatrixID][]float32{}
+	tiles := func(l, e int, ids ...archspec.MatrixID) []cflowfmt.MappedTile {
+		ws := map[archspec.MatrixID][]float32{}
 		for _, id := range ids {
 			rows, cols := shape(l, id)
 			w := make([]float32, rows*cols)
 			s := 1 / math.Sqrt(float64(cols))
-			if id == cflowfmt.MatEmbed {
+			if id == archspec.MatEmbed {
 				s = 1
 			}
 			for i := range w {
@@ -130,19 +130,19 @@ func buildTestModel(h cflowfmt.Header, md *cflowfmt.Metadata, seed int64) *testM
 		case plan.Attn:
 			normTile()
 			ly.AttnNorm = norm(fmt.Sprint(l, "attn"))
-			ids := []cflowfmt.MatrixID{cflowfmt.MatQ, cflowfmt.MatK}
-			full := kinds == nil || kinds[l] == cflowfmt.LayerFull
+			ids := []archspec.MatrixID{archspec.MatQ, archspec.MatK}
+			full := kinds == nil || kinds[l] == archspec.LayerFull
 			if !(full && md.U32(cflowfmt.KeyKEqV, 0) == 1) {
-				ids = append(ids, cflowfmt.MatV)
+				ids = append(ids, archspec.MatV)
 			}
 			ly.QKV = tiles(l, -1, ids...)
-			ly.O = tiles(l, -1, cflowfmt.MatO)
+			ly.O = tiles(l, -1, archspec.MatO)
 			ly.Streams[cflowfmt.SlotAttn] = cflowfmt.Range{Offset: start, Length: off - start}
 		case plan.Dense:
 			normTile()
 			ly.FFNNorm = norm(fmt.Sprint(l, "ffn"))
-			ly.GateUp = tiles(l, -1, cflowfmt.MatGate, cflowfmt.MatUp)
-			ly.Down = tiles(l, -1, cflowfmt.MatDown)
+			ly.GateUp = tiles(l, -1, archspec.MatGate, archspec.MatUp)
+			ly.Down = tiles(l, -1, archspec.MatDown)
 			ly.Streams[cflowfmt.SlotDense] = cflowfmt.Range{Offset: start, Length: off - start}
 		case plan.MoE:
 			normTile()
@@ -151,14 +151,14 @@ func buildTestModel(h cflowfmt.Header, md *cflowfmt.Metadata, seed int64) *testM
 			} else if h.IntermediateSize == 0 {
 				ly.FFNNorm = norm(fmt.Sprint(l, "ffn"))
 			}
-			ly.Router = tiles(l, -1, cflowfmt.MatRouter)
+			ly.Router = tiles(l, -1, archspec.MatRouter)
 			ly.Streams[cflowfmt.SlotMoE] = cflowfmt.Range{Offset: start, Length: off - start}
 			off = cflowfmt.AlignUp(off + 16*int64(h.NumExperts))
 			bank := off
 			for x := 0; x < int(h.NumExperts); x++ {
 				es := off
-				ts := tiles(l, x, cflowfmt.MatExpertGate, cflowfmt.MatExpertUp)
-				ts = append(ts, tiles(l, x, cflowfmt.MatExpertDown)...)
+				ts := tiles(l, x, archspec.MatExpertGate, archspec.MatExpertUp)
+				ts = append(ts, tiles(l, x, archspec.MatExpertDown)...)
 				experts[[2]int{l, x}] = ts
 				var b int64
 				for i := range ts {
@@ -170,9 +170,9 @@ func buildTestModel(h cflowfmt.Header, md *cflowfmt.Metadata, seed int64) *testM
 			ly.Streams[cflowfmt.SlotExpertBank] = cflowfmt.Range{Offset: bank, Length: off - bank}
 		}
 	}
-	m.Embed = tiles(L, -1, cflowfmt.MatEmbed)
+	m.Embed = tiles(L, -1, archspec.MatEmbed)
 	if !h.Has(cflowfmt.FlagTiedEmbed) {
-		m.LMHead = tiles(L, -1, cflowfmt.MatLMHead)
+		m.LMHead = tiles(L, -1, archspec.MatLMHead)
 	}
 	normTile()
 	m.FinalNorm = norm("final")

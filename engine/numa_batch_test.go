@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/engine/numa"
 	"github.com/cflow-dev/cflow/quant"
@@ -96,8 +97,8 @@ func newNUMABatchEngine(t *testing.T, m *cflowfmt.Model, batch int) *Engine {
 func tileWalks(t *testing.T, e *Engine, run func() error) int64 {
 	t.Helper()
 	var n atomic.Int64
-	e.readHook = func(_ int64, m cflowfmt.MatrixID) {
-		if m != cflowfmt.MatEmbed {
+	e.readHook = func(_ int64, m archspec.MatrixID) {
+		if m != archspec.MatEmbed {
 			n.Add(1)
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/quant"
 )
 
@@ -59,8 +59,8 @@ func TestNUMAPairedReads(t *testing.T) {
 	}
 	record := func(e *Engine) *log {
 		l := &log{}
-		e.readHook = func(off int64, m cflowfmt.MatrixID) {
-			if m != cflowfmt.MatEmbed {
+		e.readHook = func(off int64, m archspec.MatrixID) {
+			if m != archspec.MatEmbed {
 				l.Lock()
 				l.offs = append(l.offs, off)
 				l.Unlock()

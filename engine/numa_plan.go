@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
@@ -96,7 +97,7 @@ func (st *numaState) split(p *matPlan, M int) *numaPlan {
 // the file's tile edges.
 func replanOwner(M int) func(p *matPlan, o int, t *mtile) int {
 	return func(p *matPlan, o int, t *mtile) int {
-		if t.Matrix == cflowfmt.MatO || t.Matrix == cflowfmt.MatDown {
+		if t.Matrix == archspec.MatO || t.Matrix == archspec.MatDown {
 			return min(M-1, (2*int(t.ColOffset)+t.Tile.Cols)*M/(2*p.inDim))
 		}
 		return min(M-1, (2*int(t.RowOffset)+t.Tile.Rows)*M/(2*p.outDims[o]))
@@ -148,8 +149,8 @@ func (e *Engine) fileOwners(fp *cflowfmt.NUMAPlan) (map[int64]int, []inPlaceReq,
 	L := int(e.h.NumLayers)
 	owners := map[int64]int{}
 	var reqs []inPlaceReq
-	byName := map[string]cflowfmt.MatrixID{}
-	for id := cflowfmt.MatrixID(0); id.Valid(); id++ {
+	byName := map[string]archspec.MatrixID{}
+	for id := archspec.MatrixID(0); id.Valid(); id++ {
 		byName[id.String()] = id
 	}
 	for _, mp := range fp.Matrices {
@@ -220,7 +221,7 @@ func (e *Engine) fileOwners(fp *cflowfmt.NUMAPlan) (map[int64]int, []inPlaceReq,
 
 // slotTiles returns matrix id's tiles of layer l (L: the vocabulary entry)
 // and the start of the stream slot the plan's byte ranges are relative to.
-func (e *Engine) slotTiles(l, slot int, id cflowfmt.MatrixID) ([]mtile, int64, error) {
+func (e *Engine) slotTiles(l, slot int, id archspec.MatrixID) ([]mtile, int64, error) {
 	m, L := e.m, int(e.h.NumLayers)
 	pick := func(ts []mtile) []mtile {
 		var out []mtile

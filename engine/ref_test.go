@@ -36,7 +36,7 @@ func newRef(tm *testModel) *refModel {
 		iters: iters, kc: make([][][]float64, n), vc: make([][][]float64, n)}
 }
 
-func (r *refModel) mat(l int, id cflowfmt.MatrixID, e int) [][]float64 {
+func (r *refModel) mat(l int, id archspec.MatrixID, e int) [][]float64 {
 	return r.tm.dense[mkey(l, id, e)]
 }
 
@@ -108,8 +108,8 @@ func itoa(l int) string {
 func (r *refModel) attn(p, l int, x []float64) []float64 {
 	h := &r.h
 	kinds := r.md.Bytes(cflowfmt.KeyLayerKinds)
-	full := kinds == nil || kinds[l] == cflowfmt.LayerFull
-	hd := h.HeadDimFor(full)
+	full := kinds == nil || kinds[l] == archspec.LayerFull
+	hd := h.Geometry(nil).HeadDimFor(full)
 	theta := float64(r.md.F32(cflowfmt.KeyRopeTheta, 10000))
 	rot := hd / 2
 	window := 0
@@ -122,13 +122,13 @@ func (r *refModel) attn(p, l int, x []float64) []float64 {
 		window = int(h.SlidingWindow)
 	}
 	xn := rmsRef(x, r.norm(l, "attn"), r.eps)
-	q := matVec(r.mat(l, cflowfmt.MatQ, -1), xn)
-	k := matVec(r.mat(l, cflowfmt.MatK, -1), xn)
+	q := matVec(r.mat(l, archspec.MatQ, -1), xn)
+	k := matVec(r.mat(l, archspec.MatK, -1), xn)
 	var v []float64
 	if kEqV {
 		v = append([]float64(nil), k...)
 	} else {
-		v = matVec(r.mat(l, cflowfmt.MatV, -1), xn)
+		v = matVec(r.mat(l, archspec.MatV, -1), xn)
 	}
 	H, Hkv := int(h.NumHeads), int(h.NumKVHeads)
 	if h.Has(cflowfmt.FlagVNorm) {
@@ -179,7 +179,7 @@ func (r *refModel) attn(p, l int, x []float64) []float64 {
 			}
 		}
 	}
-	return matVec(r.mat(l, cflowfmt.MatO, -1), out)
+	return matVec(r.mat(l, archspec.MatO, -1), out)
 }
 
 func (r *refModel) act(x float64) float64 {
@@ -198,12 +198,12 @@ func (r *refModel) glu(g, u, d [][]float64, x []float64) []float64 {
 }
 
 func (r *refModel) ffn(l int, x []float64) []float64 {
-	return r.glu(r.mat(l, cflowfmt.MatGate, -1), r.mat(l, cflowfmt.MatUp, -1), r.mat(l, cflowfmt.MatDown, -1), x)
+	return r.glu(r.mat(l, archspec.MatGate, -1), r.mat(l, archspec.MatUp, -1), r.mat(l, archspec.MatDown, -1), x)
 }
 
 // moe returns the MoE output and the selected experts.
 func (r *refModel) moe(l int, x []float64) ([]float64, []int) {
-	logits := matVec(r.mat(l, cflowfmt.MatRouter, -1), x)
+	logits := matVec(r.mat(l, archspec.MatRouter, -1), x)
 	var sel []int
 	for len(sel) < int(r.h.TopK) {
 		best := -1
@@ -224,7 +224,7 @@ func (r *refModel) moe(l int, x []float64) ([]float64, []int) {
 	}
 	out := make([]float64, len(x))
 	for _, s := range sel {
-		y := r.glu(r.mat(l, cflowfmt.MatExpertGate, s), r.mat(l, cflowfmt.MatExpertUp, s), r.mat(l, cflowfmt.MatExpertDown, s), x)
+		y := r.glu(r.mat(l, archspec.MatExpertGate, s), r.mat(l, archspec.MatExpertUp, s), r.mat(l, archspec.MatExpertDown, s), x)
 		out = add(out, scale(y, math.Exp(logits[s]-logits[sel[0]])/sum))
 	}
 	return out, sel
@@ -241,7 +241,7 @@ func (r *refModel) step(tok int) (refOut, [][]int) {
 	L := int(h.NumLayers)
 	d := int(h.HiddenSize)
 	hasDense, hasMoE := h.IntermediateSize > 0, h.NumExperts > 0
-	x := append([]float64(nil), r.mat(L, cflowfmt.MatEmbed, -1)[tok]...)
+	x := append([]float64(nil), r.mat(L, archspec.MatEmbed, -1)[tok]...)
 	if h.Has(cflowfmt.FlagEmbedScale) {
 		x = scale(x, math.Sqrt(float64(d)))
 	}
@@ -348,9 +348,9 @@ func (r *refModel) step(tok int) (refOut, [][]int) {
 		x = xr
 	}
 	out := refOut{norms: norms, pre: l2(x)}
-	lm := r.mat(L, cflowfmt.MatLMHead, -1)
+	lm := r.mat(L, archspec.MatLMHead, -1)
 	if h.Has(cflowfmt.FlagTiedEmbed) {
-		lm = r.mat(L, cflowfmt.MatEmbed, -1)
+		lm = r.mat(L, archspec.MatEmbed, -1)
 	}
 	out.logits = matVec(lm, rmsRef(x, r.tm.norms["final"], r.eps))
 	if c := float64(h.FinalLogitSoftcap); c > 0 {

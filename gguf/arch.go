@@ -141,7 +141,7 @@ func checkArch(m *cflowfmt.Model, a *arch) error {
 	} else if kinds != nil {
 		// llama: only Mistral's window on every layer, which Notes states.
 		for _, k := range kinds {
-			if k != cflowfmt.LayerSliding {
+			if k != archspec.LayerSliding {
 				return bad("a mix of sliding and full layers")
 			}
 		}
@@ -150,7 +150,7 @@ func checkArch(m *cflowfmt.Model, a *arch) error {
 		if kinds == nil || md.F32(cflowfmt.KeyRopeThetaGlobal, 0) != md.F32(cflowfmt.KeyRopeTheta, 10000) {
 			// a global θ only matters for full layers of mixed models
 			for _, k := range kinds {
-				if k == cflowfmt.LayerFull {
+				if k == archspec.LayerFull {
 					return bad("per-layer-kind RoPE bases")
 				}
 			}
@@ -167,15 +167,15 @@ func swaPeriod(kinds []byte) (int, error) {
 	}
 	period := len(kinds) + 1 // every layer sliding
 	for i, k := range kinds {
-		if k == cflowfmt.LayerFull {
+		if k == archspec.LayerFull {
 			period = i + 1
 			break
 		}
 	}
 	for i, k := range kinds {
-		want := byte(cflowfmt.LayerSliding)
+		want := byte(archspec.LayerSliding)
 		if (i+1)%period == 0 {
-			want = cflowfmt.LayerFull
+			want = archspec.LayerFull
 		}
 		if k != want {
 			return 0, fmt.Errorf("layer kinds %v follow no sliding_window_pattern (llama.cpp: layer i is full iff (i+1) %% pattern == 0)", kinds)

@@ -125,7 +125,7 @@ func TestFamilyArchitectures(t *testing.T) {
 		h, md := &f.m.Header, f.m.Meta
 		h.FeatureFlags |= cflowfmt.FlagGELU | cflowfmt.FlagEmbedScale
 		h.SlidingWindow, h.FinalLogitSoftcap = 7, 30
-		md.SetBytes(cflowfmt.KeyLayerKinds, []byte{cflowfmt.LayerSliding, cflowfmt.LayerFull})
+		md.SetBytes(cflowfmt.KeyLayerKinds, []byte{archspec.LayerSliding, archspec.LayerFull})
 		md.SetF32(cflowfmt.KeyRopeThetaGlobal, 1e6)
 		md.SetF32(cflowfmt.KeyAttnScale, 0.25)
 		md.SetF32(cflowfmt.KeyEmbedScale, 8)
@@ -202,7 +202,7 @@ func TestExportRefusals(t *testing.T) {
 		"gemma3 kinds without a pattern": {"gemma3_text", "", func(m *cflowfmt.Model) {
 			m.Header.FeatureFlags |= cflowfmt.FlagGELU | cflowfmt.FlagEmbedScale
 			m.Header.SlidingWindow = 4
-			m.Meta.SetBytes(cflowfmt.KeyLayerKinds, []byte{cflowfmt.LayerFull, cflowfmt.LayerSliding})
+			m.Meta.SetBytes(cflowfmt.KeyLayerKinds, []byte{archspec.LayerFull, archspec.LayerSliding})
 		}, "sliding_window_pattern"},
 		"unknown feature": {"llama", "telepathy", nil, "does not implement"},
 	} {

@@ -14,12 +14,12 @@ import (
 // KV heads and SWA flags as per-layer arrays.
 func gemma4Keys(l *kvList, p string, h *cflowfmt.Header, md *cflowfmt.Metadata) {
 	kinds := md.Bytes(cflowfmt.KeyLayerKinds)
-	full, swa := uint32(h.HeadDimFor(true)), uint32(h.HeadDim)
+	full, swa := uint32(h.Geometry(md).HeadDimFor(true)), uint32(h.HeadDim)
 	kv := make([]int32, h.NumLayers)
 	isSWA := make([]bool, h.NumLayers)
 	for i := range kv {
-		isSWA[i] = kinds != nil && kinds[i] == cflowfmt.LayerSliding
-		kv[i] = int32(cflowfmt.KVHeads(h, md, !isSWA[i]))
+		isSWA[i] = kinds != nil && kinds[i] == archspec.LayerSliding
+		kv[i] = int32(h.Geometry(md).KVHeads(!isSWA[i]))
 	}
 	l.i32s(p+"attention.head_count_kv", kv)
 	l.bools(p+"attention.sliding_window_pattern", isSWA)
@@ -37,7 +37,7 @@ func gemma4Keys(l *kvList, p string, h *cflowfmt.Header, md *cflowfmt.Metadata) 
 // proportional RoPE: factor 1 on the rotated pairs, 1e30 (angle 0) on the
 // pass-through ones.
 func gemma4RopeFreqs(h *cflowfmt.Header, md *cflowfmt.Metadata) []float32 {
-	g := h.HeadDimFor(true)
+	g := h.Geometry(md).HeadDimFor(true)
 	n := int(md.F32(cflowfmt.KeyRopePartial, 1) * float32(g/2))
 	out := make([]float32, g/2)
 	for i := range out {

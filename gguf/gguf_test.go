@@ -154,7 +154,7 @@ func TestMissingTileNamesTensor(t *testing.T) {
 	f := build(t, dense)
 	ly := &f.m.Layers[1]
 	for i, tl := range ly.QKV {
-		if tl.Matrix == cflowfmt.MatK {
+		if tl.Matrix == archspec.MatK {
 			ly.QKV = slices.Delete(ly.QKV, i, i+1)
 			break
 		}

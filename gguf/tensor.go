@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/quant"
 )
@@ -40,7 +41,7 @@ type matrix struct {
 
 // pick returns the tiles of matrix id among ts (QKV and gate/up streams
 // interleave several matrices).
-func pick(ts []cflowfmt.MappedTile, id cflowfmt.MatrixID) []cflowfmt.MappedTile {
+func pick(ts []cflowfmt.MappedTile, id archspec.MatrixID) []cflowfmt.MappedTile {
 	var out []cflowfmt.MappedTile
 	for _, t := range ts {
 		if t.Matrix == id {

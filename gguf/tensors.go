@@ -18,8 +18,8 @@ func tensors(m *cflowfmt.Model, opt Options) ([]tensor, error) {
 	a := archOf(m)
 	d := int(h.HiddenSize)
 	var ts []tensor
-	mat := func(name string, tiles []cflowfmt.MappedTile, id cflowfmt.MatrixID, l int, rowOf func(int) int) {
-		rows, cols := cflowfmt.MatrixShape(h, m.Meta, l, id)
+	mat := func(name string, tiles []cflowfmt.MappedTile, id archspec.MatrixID, l int, rowOf func(int) int) {
+		rows, cols := h.Geometry(m.Meta).MatrixShape(l, id)
 		mx := &matrix{tiles: pick(tiles, id), rows: rows, cols: cols, rowOf: rowOf}
 		typ := ggmlTypeFor(cflowfmt.TileQuant(id, h.QuantType), cols, opt.F32)
 		ts = append(ts, tensor{name: name, dims: []uint64{uint64(cols), uint64(rows)}, typ: typ,
@@ -54,7 +54,7 @@ func tensors(m *cflowfmt.Model, opt Options) ([]tensor, error) {
 	L := int(h.NumLayers)
 	hd := int(h.HeadDim)
 	qDim, kvDim, ff := int(h.NumHeads)*hd, int(h.NumKVHeads)*hd, int(h.IntermediateSize)
-	mat("token_embd.weight", m.Embed, cflowfmt.MatEmbed, L, nil)
+	mat("token_embd.weight", m.Embed, archspec.MatEmbed, L, nil)
 	var rope func(int) int
 	if !a.neox {
 		rope = ropeRow(hd) // llama.cpp's llama rotates adjacent pairs
@@ -69,14 +69,14 @@ func tensors(m *cflowfmt.Model, opt Options) ([]tensor, error) {
 	for l, ly := range m.Layers {
 		p := fmt.Sprintf("blk.%d.", l)
 		vec(p+"attn_norm.weight", ly.AttnNorm)
-		mat(p+"attn_q.weight", ly.QKV, cflowfmt.MatQ, l, rope)
-		mat(p+"attn_k.weight", ly.QKV, cflowfmt.MatK, l, rope)
-		if len(pick(ly.QKV, cflowfmt.MatV)) > 0 {
-			mat(p+"attn_v.weight", ly.QKV, cflowfmt.MatV, l, nil)
+		mat(p+"attn_q.weight", ly.QKV, archspec.MatQ, l, rope)
+		mat(p+"attn_k.weight", ly.QKV, archspec.MatK, l, rope)
+		if len(pick(ly.QKV, archspec.MatV)) > 0 {
+			mat(p+"attn_v.weight", ly.QKV, archspec.MatV, l, nil)
 		}
-		mat(p+"attn_output.weight", ly.O, cflowfmt.MatO, l, nil)
+		mat(p+"attn_output.weight", ly.O, archspec.MatO, l, nil)
 		if a.gemma4 {
-			rows, _ := cflowfmt.MatrixShape(h, m.Meta, l, cflowfmt.MatQ)
+			rows, _ := h.Geometry(m.Meta).MatrixShape(l, archspec.MatQ)
 			lh := rows / int(h.NumHeads)
 			names := gemma4Vectors(h.NumExperts > 0)
 			size := map[string]int{archspec.VecQNorm: lh, archspec.VecKNorm: lh, archspec.VecExpertScale: int(h.NumExperts), archspec.VecLayerScalar: 1}
@@ -110,24 +110,24 @@ func tensors(m *cflowfmt.Model, opt Options) ([]tensor, error) {
 		}
 		vec(p+"ffn_norm.weight", norm)
 		if h.IntermediateSize > 0 {
-			mat(p+"ffn_gate.weight", ly.GateUp, cflowfmt.MatGate, l, nil)
-			mat(p+"ffn_up.weight", ly.GateUp, cflowfmt.MatUp, l, nil)
-			mat(p+"ffn_down.weight", ly.Down, cflowfmt.MatDown, l, nil)
+			mat(p+"ffn_gate.weight", ly.GateUp, archspec.MatGate, l, nil)
+			mat(p+"ffn_up.weight", ly.GateUp, archspec.MatUp, l, nil)
+			mat(p+"ffn_down.weight", ly.Down, archspec.MatDown, l, nil)
 		}
 		if h.NumExperts == 0 {
 			continue
 		}
-		mat(p+"ffn_gate_inp.weight", ly.Router, cflowfmt.MatRouter, l, nil)
+		mat(p+"ffn_gate_inp.weight", ly.Router, archspec.MatRouter, l, nil)
 		for _, e := range []struct {
 			name string
-			id   cflowfmt.MatrixID
-		}{{"ffn_gate_exps", cflowfmt.MatExpertGate}, {"ffn_up_exps", cflowfmt.MatExpertUp}, {"ffn_down_exps", cflowfmt.MatExpertDown}} {
+			id   archspec.MatrixID
+		}{{"ffn_gate_exps", archspec.MatExpertGate}, {"ffn_up_exps", archspec.MatExpertUp}, {"ffn_down_exps", archspec.MatExpertDown}} {
 			ts = append(ts, experts(m, p+e.name+".weight", l, e.id, opt))
 		}
 	}
 	vec("output_norm.weight", m.FinalNorm)
 	if !h.Has(cflowfmt.FlagTiedEmbed) {
-		mat("output.weight", m.LMHead, cflowfmt.MatLMHead, L, nil)
+		mat("output.weight", m.LMHead, archspec.MatLMHead, L, nil)
 	}
 	return ts, nil
 }
@@ -165,9 +165,9 @@ func ropeFreqFactors(m *cflowfmt.Model) []float32 {
 
 // experts is one 3-D expert tensor (ggml dims {cols, rows, experts}): each
 // expert's matrix in expert order, tiles parsed on demand.
-func experts(m *cflowfmt.Model, name string, l int, id cflowfmt.MatrixID, opt Options) tensor {
+func experts(m *cflowfmt.Model, name string, l int, id archspec.MatrixID, opt Options) tensor {
 	h := &m.Header
-	rows, cols := cflowfmt.MatrixShape(h, m.Meta, l, id)
+	rows, cols := h.Geometry(m.Meta).MatrixShape(l, id)
 	typ := ggmlTypeFor(cflowfmt.TileQuant(id, h.QuantType), cols, opt.F32)
 	E := int(h.NumExperts)
 	return tensor{name: name, dims: []uint64{uint64(cols), uint64(rows), uint64(E)}, typ: typ,

@@ -52,7 +52,7 @@ func randW(r *rand.Rand, n int) []float32 {
 
 // tiles cuts w (rows×cols) into tr×tc tiles in stripe order, like the
 // converter does.
-func tiles(q quant.Type, id cflowfmt.MatrixID, layer, expert int, w []float32, rows, cols, tr, tc int) []cflowfmt.MappedTile {
+func tiles(q quant.Type, id archspec.MatrixID, layer, expert int, w []float32, rows, cols, tr, tc int) []cflowfmt.MappedTile {
 	var out []cflowfmt.MappedTile
 	for r0 := 0; r0 < rows; r0 += tr {
 		for c0 := 0; c0 < cols; c0 += tc {
@@ -91,8 +91,8 @@ func build(t *testing.T, g geom) *fixture {
 	md.SetF32(cflowfmt.KeyRopeTheta, 500)
 	md.SetString(cflowfmt.KeyName, "fixture")
 	f := &fixture{m: &cflowfmt.Model{Header: h, Meta: md}, src: map[string][]src{}, norms: map[string][]float32{}}
-	mat := func(name string, id cflowfmt.MatrixID, l, e int, rope bool) []cflowfmt.MappedTile {
-		rows, cols := cflowfmt.MatrixShape(&h, md, l, id)
+	mat := func(name string, id archspec.MatrixID, l, e int, rope bool) []cflowfmt.MappedTile {
+		rows, cols := h.Geometry(md).MatrixShape(l, id)
 		w := randW(r, rows*cols)
 		f.src[name] = append(f.src[name], src{rows, cols, w, rope, e})
 		if e < 0 {
@@ -110,27 +110,27 @@ func build(t *testing.T, g geom) *fixture {
 		p := fmt.Sprintf("blk.%d.", l)
 		var ly cflowfmt.Layer
 		ly.AttnNorm = norm(p + "attn_norm.weight")
-		ly.QKV = append(mat(p+"attn_q.weight", cflowfmt.MatQ, l, -1, true), mat(p+"attn_k.weight", cflowfmt.MatK, l, -1, true)...)
-		ly.QKV = append(ly.QKV, mat(p+"attn_v.weight", cflowfmt.MatV, l, -1, false)...)
-		ly.O = mat(p+"attn_output.weight", cflowfmt.MatO, l, -1, false)
+		ly.QKV = append(mat(p+"attn_q.weight", archspec.MatQ, l, -1, true), mat(p+"attn_k.weight", archspec.MatK, l, -1, true)...)
+		ly.QKV = append(ly.QKV, mat(p+"attn_v.weight", archspec.MatV, l, -1, false)...)
+		ly.O = mat(p+"attn_output.weight", archspec.MatO, l, -1, false)
 		ly.FFNNorm = norm(p + "ffn_norm.weight")
 		if g.experts == 0 {
-			ly.GateUp = append(mat(p+"ffn_gate.weight", cflowfmt.MatGate, l, -1, false), mat(p+"ffn_up.weight", cflowfmt.MatUp, l, -1, false)...)
-			ly.Down = mat(p+"ffn_down.weight", cflowfmt.MatDown, l, -1, false)
+			ly.GateUp = append(mat(p+"ffn_gate.weight", archspec.MatGate, l, -1, false), mat(p+"ffn_up.weight", archspec.MatUp, l, -1, false)...)
+			ly.Down = mat(p+"ffn_down.weight", archspec.MatDown, l, -1, false)
 		} else {
-			ly.Router = mat(p+"ffn_gate_inp.weight", cflowfmt.MatRouter, l, -1, false)
+			ly.Router = mat(p+"ffn_gate_inp.weight", archspec.MatRouter, l, -1, false)
 			for e := 0; e < g.experts; e++ {
-				ts := mat(p+"ffn_gate_exps.weight", cflowfmt.MatExpertGate, l, e, false)
-				ts = append(ts, mat(p+"ffn_up_exps.weight", cflowfmt.MatExpertUp, l, e, false)...)
-				ts = append(ts, mat(p+"ffn_down_exps.weight", cflowfmt.MatExpertDown, l, e, false)...)
+				ts := mat(p+"ffn_gate_exps.weight", archspec.MatExpertGate, l, e, false)
+				ts = append(ts, mat(p+"ffn_up_exps.weight", archspec.MatExpertUp, l, e, false)...)
+				ts = append(ts, mat(p+"ffn_down_exps.weight", archspec.MatExpertDown, l, e, false)...)
 				bank[l] = append(bank[l], ts)
 			}
 		}
 		f.m.Layers = append(f.m.Layers, ly)
 	}
-	f.m.Embed = mat("token_embd.weight", cflowfmt.MatEmbed, g.L, -1, false)
+	f.m.Embed = mat("token_embd.weight", archspec.MatEmbed, g.L, -1, false)
 	if !g.tied {
-		f.m.LMHead = mat("output.weight", cflowfmt.MatLMHead, g.L, -1, false)
+		f.m.LMHead = mat("output.weight", archspec.MatLMHead, g.L, -1, false)
 	}
 	f.m.FinalNorm = norm("output_norm.weight")
 	f.m.ExpertTiles = func(l, e int) ([]cflowfmt.MappedTile, error) { return bank[l][e], nil }

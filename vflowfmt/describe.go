@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/internal/tileimage"
 )
@@ -44,7 +45,7 @@ func (f *File) Describe() (*Description, error) {
 	d := &Description{Description: base, VHeader: HeaderInfo{h.Version, h.GroupCount, h.MetadataOffset, h.MetadataLength, h.GroupTableOffset, h.ExpertIndexOffset}}
 	for i, g := range f.Groups {
 		kind := "full"
-		if g.Kind == cflowfmt.LayerSliding {
+		if g.Kind == archspec.LayerSliding {
 			kind = "sliding"
 		}
 		d.Groups = append(d.Groups, GroupInfo{i, g.First, g.Count, kind, g.Range, g.Stages[:]})

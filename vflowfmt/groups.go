@@ -3,6 +3,7 @@ package vflowfmt
 import (
 	"encoding/binary"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
@@ -10,7 +11,7 @@ import (
 // and (once written) where its stages lie in the file.
 type Group struct {
 	First, Count int
-	Kind         byte // cflowfmt.LayerFull or LayerSliding
+	Kind         byte // archspec.LayerFull or LayerSliding
 	// Range spans the group's sequential data: its first non-empty stage to
 	// the end of its last.
 	Range cflowfmt.Range
@@ -30,7 +31,7 @@ func ComputeGroups(kinds []byte, numLayers int) []Group {
 		if l < len(kinds) {
 			return kinds[l]
 		}
-		return cflowfmt.LayerFull
+		return archspec.LayerFull
 	}
 	uniform := true
 	for l := 1; l < numLayers; l++ {
@@ -42,7 +43,7 @@ func ComputeGroups(kinds []byte, numLayers int) []Group {
 	var gs []Group
 	for l := 0; l < numLayers; l++ {
 		n := len(gs)
-		if kind(l) == cflowfmt.LayerSliding && n > 0 && gs[n-1].Kind == cflowfmt.LayerSliding {
+		if kind(l) == archspec.LayerSliding && n > 0 && gs[n-1].Kind == archspec.LayerSliding {
 			gs[n-1].Count++
 			continue
 		}

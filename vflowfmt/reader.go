@@ -3,6 +3,7 @@ package vflowfmt
 import (
 	"encoding/binary"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/internal/tileimage"
 )
@@ -176,13 +177,13 @@ func (f *File) readGroups(gt int64, rng func(int64, string) (cflowfmt.Range, err
 		switch {
 		case uint64(g.First) != uint64(next) || g.Count < 1 || uint64(g.First)+uint64(g.Count) > uint64(x.NumLayers):
 			return errAt(at, "group %d covers layers %d+%d, want %d+(1..%d)", i, g.First, g.Count, next, int(x.NumLayers)-next)
-		case g.Kind != cflowfmt.LayerFull && g.Kind != cflowfmt.LayerSliding:
+		case g.Kind != archspec.LayerFull && g.Kind != archspec.LayerSliding:
 			return errAt(at+8, "group %d has attention kind %d", i, g.Kind)
 		case le.Uint64(b[8:])>>8 != 0:
 			return errAt(at+9, "group %d reserved bytes are not zero", i)
 		}
 		for l := g.First; l < g.First+g.Count; l++ {
-			k := byte(cflowfmt.LayerFull)
+			k := byte(archspec.LayerFull)
 			if kinds != nil {
 				k = kinds[l]
 			}

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/cflowfmt/fmttest"
 	"github.com/cflow-dev/cflow/quant"
@@ -40,7 +41,7 @@ func TestHeaderSizes(t *testing.T) {
 }
 
 func TestComputeGroups(t *testing.T) {
-	S, F := byte(cflowfmt.LayerSliding), byte(cflowfmt.LayerFull)
+	S, F := byte(archspec.LayerSliding), byte(archspec.LayerFull)
 	type g = [3]int // first, count, kind
 	cases := []struct {
 		kinds []byte

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/internal/tileimage"
 	"github.com/cflow-dev/cflow/quant"
@@ -273,7 +274,7 @@ func (w *Writer) writeTile(th cflowfmt.TileHeader, t *quant.Tile, sum *uint64) e
 }
 
 // WriteNorm writes a norm vector as 1-row F32 tiles into the open region.
-func (w *Writer) WriteNorm(layer int, m cflowfmt.MatrixID, v []float32) error {
+func (w *Writer) WriteNorm(layer int, m archspec.MatrixID, v []float32) error {
 	if w.err != nil {
 		return w.err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
@@ -33,7 +34,7 @@ func sameList(where string, got []cflowfmt.MappedTile, want []Tile) error {
 	return nil
 }
 
-func only(ts []Tile, ms ...cflowfmt.MatrixID) []Tile {
+func only(ts []Tile, ms ...archspec.MatrixID) []Tile {
 	var out []Tile
 	for _, x := range ts {
 		for _, m := range ms {
@@ -69,20 +70,20 @@ func CompareModel(s *Spec, m *cflowfmt.Model) error {
 		ly := &m.Layers[l]
 		attn, dense, moe := s.Stream(l, cflowfmt.SlotAttn), s.Stream(l, cflowfmt.SlotDense), s.Stream(l, cflowfmt.SlotMoE)
 		for _, p := range []pair{
-			{"qkv", ly.QKV, only(attn, cflowfmt.MatQ, cflowfmt.MatK, cflowfmt.MatV)},
-			{"o", ly.O, only(attn, cflowfmt.MatO)},
-			{"gate/up", ly.GateUp, only(dense, cflowfmt.MatGate, cflowfmt.MatUp)},
-			{"down", ly.Down, only(dense, cflowfmt.MatDown)},
-			{"router", ly.Router, only(moe, cflowfmt.MatRouter)},
+			{"qkv", ly.QKV, only(attn, archspec.MatQ, archspec.MatK, archspec.MatV)},
+			{"o", ly.O, only(attn, archspec.MatO)},
+			{"gate/up", ly.GateUp, only(dense, archspec.MatGate, archspec.MatUp)},
+			{"down", ly.Down, only(dense, archspec.MatDown)},
+			{"router", ly.Router, only(moe, archspec.MatRouter)},
 		} {
 			if err := sameList(fmt.Sprintf("layer %d %s", l, p.name), p.got, p.want); err != nil {
 				return err
 			}
 		}
 		norms := []struct {
-			m   cflowfmt.MatrixID
+			m   archspec.MatrixID
 			got []float32
-		}{{cflowfmt.MatAttnNorm, ly.AttnNorm}, {cflowfmt.MatFFNNorm, ly.FFNNorm}, {cflowfmt.MatMoENorm, ly.MoENorm}}
+		}{{archspec.MatAttnNorm, ly.AttnNorm}, {archspec.MatFFNNorm, ly.FFNNorm}, {archspec.MatMoENorm, ly.MoENorm}}
 		for _, n := range norms {
 			var want []float32
 			if len(only(append(append(attn, dense...), moe...), n.m)) > 0 {
@@ -117,7 +118,7 @@ func CompareModel(s *Spec, m *cflowfmt.Model) error {
 	if err := sameList("lm_head", m.LMHead, s.Stream(L, cflowfmt.SlotLMHead)); err != nil {
 		return err
 	}
-	if !reflect.DeepEqual(m.FinalNorm, s.Norm(L, cflowfmt.MatFinalNorm)) {
+	if !reflect.DeepEqual(m.FinalNorm, s.Norm(L, archspec.MatFinalNorm)) {
 		return fmt.Errorf("final norm differs")
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/quant"
 )
@@ -77,13 +78,13 @@ func CraftedFiles(dir string) ([]Crafted, error) {
 			}},
 		{"f32_nan_weight", Tiny(quant.F32, false, false),
 			func(b []byte, tiles map[int64]Tile) error {
-				off, err := firstTile(tiles, func(t Tile) bool { return t.TH.Matrix == cflowfmt.MatUp })
+				off, err := firstTile(tiles, func(t Tile) bool { return t.TH.Matrix == archspec.MatUp })
 				binary.LittleEndian.PutUint32(b[off+cflowfmt.TileHeaderSize+4:], math.Float32bits(float32(math.NaN())))
 				return err
 			}},
 		{"weight_bit_flip", Tiny(quant.Q4_0, false, false),
 			func(b []byte, tiles map[int64]Tile) error {
-				off, err := firstTile(tiles, func(t Tile) bool { return t.TH.Matrix == cflowfmt.MatGate })
+				off, err := firstTile(tiles, func(t Tile) bool { return t.TH.Matrix == archspec.MatGate })
 				t := tiles[off]
 				b[off+int64(cflowfmt.TileHeaderSize+len(t.T.Scales))] ^= 0x10 // one Q4 code changes
 				return err

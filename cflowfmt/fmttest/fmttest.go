@@ -96,7 +96,7 @@ func (s *Spec) rng(parts ...int) *randv2.Rand {
 }
 
 // Norm is the norm vector m of layer l (l = NumLayers for the final norm).
-func (s *Spec) Norm(l int, m cflowfmt.MatrixID) []float32 {
+func (s *Spec) Norm(l int, m archspec.MatrixID) []float32 {
 	r := s.rng(l, int(m), -1)
 	v := make([]float32, s.Header.HiddenSize)
 	for i := range v {
@@ -108,19 +108,19 @@ func (s *Spec) Norm(l int, m cflowfmt.MatrixID) []float32 {
 // HasV reports whether layer l stores V (not under K = V sharing).
 func (s *Spec) HasV(l int) bool {
 	kinds := s.Meta.Bytes(cflowfmt.KeyLayerKinds)
-	full := kinds == nil || kinds[l] == cflowfmt.LayerFull
+	full := kinds == nil || kinds[l] == archspec.LayerFull
 	return !(full && s.Meta.U32(cflowfmt.KeyKEqV, 0) == 1)
 }
 
 // stripes returns matrix m's tiles, output stripe by stripe, several
 // matrices interleaved by stripe (Q/K/V, gate/up).
-func (s *Spec) stripes(l, expert int, ms ...cflowfmt.MatrixID) []Tile {
+func (s *Spec) stripes(l, expert int, ms ...archspec.MatrixID) []Tile {
 	h := &s.Header
 	var out []Tile
 	for r0 := 0; ; r0 += int(h.TileRows) {
 		any := false
 		for _, m := range ms {
-			rows, cols := cflowfmt.MatrixShape(h, s.Meta, l, m)
+			rows, cols := h.Geometry(s.Meta).MatrixShape(l, m)
 			if r0 >= rows {
 				continue
 			}
@@ -135,7 +135,7 @@ func (s *Spec) stripes(l, expert int, ms ...cflowfmt.MatrixID) []Tile {
 	}
 }
 
-func (s *Spec) tile(l, expert int, m cflowfmt.MatrixID, r0, c0, rows, cols int) Tile {
+func (s *Spec) tile(l, expert int, m archspec.MatrixID, r0, c0, rows, cols int) Tile {
 	r := s.rng(l, int(m), expert, r0, c0)
 	w := make([]float32, rows*cols)
 	for i := range w {
@@ -153,7 +153,7 @@ func (s *Spec) tile(l, expert int, m cflowfmt.MatrixID, r0, c0, rows, cols int) 
 	return Tile{TH: th, T: quant.Encode(q, w, rows, cols, cols)}
 }
 
-func (s *Spec) norm(l int, m cflowfmt.MatrixID) []Tile {
+func (s *Spec) norm(l int, m archspec.MatrixID) []Tile {
 	ths, ts := tileimage.NormTiles(l, m, s.Norm(l, m), int(s.Header.TileCols))
 	out := make([]Tile, len(ths))
 	for i := range ths {
@@ -172,34 +172,34 @@ func (s *Spec) Stream(l, slot int) []Tile {
 	if l == int(h.NumLayers) {
 		switch slot {
 		case cflowfmt.SlotEmbed:
-			return s.stripes(l, -1, cflowfmt.MatEmbed)
+			return s.stripes(l, -1, archspec.MatEmbed)
 		case cflowfmt.SlotLMHead:
 			if h.Has(cflowfmt.FlagTiedEmbed) {
 				return nil
 			}
-			return s.stripes(l, -1, cflowfmt.MatLMHead)
+			return s.stripes(l, -1, archspec.MatLMHead)
 		case cflowfmt.SlotFinalNorm:
-			return s.norm(l, cflowfmt.MatFinalNorm)
+			return s.norm(l, archspec.MatFinalNorm)
 		}
 		return nil
 	}
 	var out []Tile
 	switch slot {
 	case cflowfmt.SlotAttn:
-		out = s.norm(l, cflowfmt.MatAttnNorm)
-		qkv := []cflowfmt.MatrixID{cflowfmt.MatQ, cflowfmt.MatK}
+		out = s.norm(l, archspec.MatAttnNorm)
+		qkv := []archspec.MatrixID{archspec.MatQ, archspec.MatK}
 		if s.HasV(l) {
-			qkv = append(qkv, cflowfmt.MatV)
+			qkv = append(qkv, archspec.MatV)
 		}
 		out = append(out, s.stripes(l, -1, qkv...)...)
-		out = append(out, s.stripes(l, -1, cflowfmt.MatO)...)
+		out = append(out, s.stripes(l, -1, archspec.MatO)...)
 	case cflowfmt.SlotDense:
 		if h.IntermediateSize == 0 {
 			return nil
 		}
-		out = s.norm(l, cflowfmt.MatFFNNorm)
-		out = append(out, s.stripes(l, -1, cflowfmt.MatGate, cflowfmt.MatUp)...)
-		out = append(out, s.stripes(l, -1, cflowfmt.MatDown)...)
+		out = s.norm(l, archspec.MatFFNNorm)
+		out = append(out, s.stripes(l, -1, archspec.MatGate, archspec.MatUp)...)
+		out = append(out, s.stripes(l, -1, archspec.MatDown)...)
 	case cflowfmt.SlotMoE:
 		if h.NumExperts == 0 {
 			return nil
@@ -207,16 +207,16 @@ func (s *Spec) Stream(l, slot int) []Tile {
 		if id, ok := h.MoESlotNorm(); ok {
 			out = s.norm(l, id)
 		}
-		out = append(out, s.stripes(l, -1, cflowfmt.MatRouter)...)
+		out = append(out, s.stripes(l, -1, archspec.MatRouter)...)
 	}
 	return out
 }
 
 // Expert lists expert e of layer l's tiles: gate, up, down.
 func (s *Spec) Expert(l, e int) []Tile {
-	out := s.stripes(l, e, cflowfmt.MatExpertGate)
-	out = append(out, s.stripes(l, e, cflowfmt.MatExpertUp)...)
-	return append(out, s.stripes(l, e, cflowfmt.MatExpertDown)...)
+	out := s.stripes(l, e, archspec.MatExpertGate)
+	out = append(out, s.stripes(l, e, archspec.MatExpertUp)...)
+	return append(out, s.stripes(l, e, archspec.MatExpertDown)...)
 }
 
 // WriteCflow writes the model as .cflow with slots and experts in an order
@@ -383,7 +383,7 @@ func Tiny(q quant.Type, moe, mixed bool) *Spec {
 		h.GlobalHeadDim = 6
 		h.SlidingWindow = 4
 		h.FeatureFlags = cflowfmt.FlagTiedEmbed
-		md.SetBytes(cflowfmt.KeyLayerKinds, []byte{cflowfmt.LayerFull, cflowfmt.LayerSliding})
+		md.SetBytes(cflowfmt.KeyLayerKinds, []byte{archspec.LayerFull, archspec.LayerSliding})
 	}
 	return &Spec{Header: h, Meta: md, Seed: 1}
 }

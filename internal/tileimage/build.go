@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"sync/atomic"
+
+	"github.com/cflow-dev/cflow/archspec"
 )
 
 // ModelBuilder assembles a Model from tiles, routing each by its own
@@ -26,15 +28,15 @@ func NewModelBuilder(path string, h Header, md *Metadata) *ModelBuilder {
 // Streams, Experts, ExpertTiles and Close).
 func (b *ModelBuilder) Model() *Model { return b.m }
 
-func (b *ModelBuilder) norm(l int, id MatrixID) *[]float32 {
-	if id == MatFinalNorm {
+func (b *ModelBuilder) norm(l int, id archspec.MatrixID) *[]float32 {
+	if id == archspec.MatFinalNorm {
 		return &b.m.FinalNorm
 	}
 	ly := &b.m.Layers[l]
 	switch id {
-	case MatAttnNorm:
+	case archspec.MatAttnNorm:
 		return &ly.AttnNorm
-	case MatFFNNorm:
+	case archspec.MatFFNNorm:
 		return &ly.FFNNorm
 	}
 	return &ly.MoENorm
@@ -64,24 +66,24 @@ func (b *ModelBuilder) Add(t MappedTile) error {
 		return nil
 	}
 	switch t.Matrix {
-	case MatEmbed:
+	case archspec.MatEmbed:
 		b.m.Embed = append(b.m.Embed, t)
 		return nil
-	case MatLMHead:
+	case archspec.MatLMHead:
 		b.m.LMHead = append(b.m.LMHead, t)
 		return nil
 	}
 	ly := &b.m.Layers[l]
 	switch t.Matrix {
-	case MatQ, MatK, MatV:
+	case archspec.MatQ, archspec.MatK, archspec.MatV:
 		ly.QKV = append(ly.QKV, t)
-	case MatO:
+	case archspec.MatO:
 		ly.O = append(ly.O, t)
-	case MatGate, MatUp:
+	case archspec.MatGate, archspec.MatUp:
 		ly.GateUp = append(ly.GateUp, t)
-	case MatDown:
+	case archspec.MatDown:
 		ly.Down = append(ly.Down, t)
-	case MatRouter:
+	case archspec.MatRouter:
 		ly.Router = append(ly.Router, t)
 	}
 	return nil
@@ -100,7 +102,7 @@ func (b *ModelBuilder) Finish(at func(layer int) int64) (*Model, error) {
 	}
 	for key, n := range b.filled {
 		if n != d {
-			return bad(key[0], "layer %d %s has %d of %d values", key[0], MatrixID(key[1]), n, d)
+			return bad(key[0], "layer %d %s has %d of %d values", key[0], archspec.MatrixID(key[1]), n, d)
 		}
 	}
 	routerNorm := h.RouterNorm()
@@ -113,9 +115,9 @@ func (b *ModelBuilder) Finish(at func(layer int) int64) (*Model, error) {
 			return bad(l, "layer %d dense FFN is incomplete (norm %v, %d gate/up tiles, %d down tiles)", l, ly.FFNNorm != nil, len(ly.GateUp), len(ly.Down))
 		case h.NumExperts > 0 && len(ly.Router) == 0:
 			return bad(l, "layer %d has no router tiles", l)
-		case h.NumExperts > 0 && routerNorm == MatMoENorm && ly.MoENorm == nil:
+		case h.NumExperts > 0 && routerNorm == archspec.MatMoENorm && ly.MoENorm == nil:
 			return bad(l, "layer %d (%s) has no moe_norm", l, h.CombineStyle)
-		case h.NumExperts > 0 && routerNorm == MatFFNNorm && ly.FFNNorm == nil:
+		case h.NumExperts > 0 && routerNorm == archspec.MatFFNNorm && ly.FFNNorm == nil:
 			return bad(l, "layer %d has experts but no ffn_norm", l)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/quant"
 )
 
@@ -68,13 +69,14 @@ func checkWalk(h *Header, md *Metadata, data []byte, walk func(func(Loc, *Mapped
 type Coverage struct {
 	h     *Header
 	md    *Metadata
-	tiles map[MatrixID][]*MappedTile
+	geo   archspec.Geometry
+	tiles map[archspec.MatrixID][]*MappedTile
 	last  int64 // offset of the last tile added, for errors
 }
 
 // NewCoverage starts coverage checking for a file with header h.
 func NewCoverage(h *Header, md *Metadata) *Coverage {
-	return &Coverage{h: h, md: md, tiles: map[MatrixID][]*MappedTile{}}
+	return &Coverage{h: h, md: md, geo: h.Geometry(md), tiles: map[archspec.MatrixID][]*MappedTile{}}
 }
 
 // Add checks one tile against the layer's exact shape, rejects partial
@@ -83,7 +85,7 @@ func NewCoverage(h *Header, md *Metadata) *Coverage {
 // files it for Finish.
 func (c *Coverage) Add(t *MappedTile) error {
 	c.last = t.Offset
-	rows, cols := MatrixShape(c.h, c.md, int(t.Layer), t.Matrix)
+	rows, cols := c.geo.MatrixShape(int(t.Layer), t.Matrix)
 	ro, co, tr, tc := int64(t.RowOffset), int(t.ColOffset), int64(t.Tile.Rows), t.Tile.Cols
 	if ro+tr > int64(rows) || co+tc > cols {
 		return errAt(t.Offset, "layer %d %s tile rows %d+%d cols %d+%d outside the layer's %dx%d matrix", t.Layer, t.Matrix, ro, tr, co, tc, rows, cols)
@@ -102,26 +104,26 @@ func (c *Coverage) Add(t *MappedTile) error {
 // the region holds every matrix it must (layer l, slot s of a layer entry,
 // expert e ≥ 0 inside a bank), then resets for the next region.
 func (c *Coverage) Finish(l, s, e int) error {
-	defer func() { c.tiles = map[MatrixID][]*MappedTile{} }()
-	var need []MatrixID
+	defer func() { c.tiles = map[archspec.MatrixID][]*MappedTile{} }()
+	var need []archspec.MatrixID
 	vocab := l == int(c.h.NumLayers)
 	switch {
 	case vocab && s == SlotEmbed:
-		need = []MatrixID{MatEmbed}
+		need = []archspec.MatrixID{archspec.MatEmbed}
 	case vocab && s == SlotLMHead:
-		need = []MatrixID{MatLMHead}
+		need = []archspec.MatrixID{archspec.MatLMHead}
 	case vocab:
 	case s == SlotAttn:
-		need = []MatrixID{MatQ, MatK, MatO}
-		if !(c.md.U32(KeyKEqV, 0) == 1 && layerKind(c.md, l) == LayerFull) {
-			need = append(need, MatV)
+		need = []archspec.MatrixID{archspec.MatQ, archspec.MatK, archspec.MatO}
+		if !(c.md.U32(KeyKEqV, 0) == 1 && c.geo.IsFull(l)) {
+			need = append(need, archspec.MatV)
 		}
 	case s == SlotDense:
-		need = []MatrixID{MatGate, MatUp, MatDown}
+		need = []archspec.MatrixID{archspec.MatGate, archspec.MatUp, archspec.MatDown}
 	case s == SlotMoE:
-		need = []MatrixID{MatRouter}
+		need = []archspec.MatrixID{archspec.MatRouter}
 	case s == SlotExpertBank:
-		need = []MatrixID{MatExpertGate, MatExpertUp, MatExpertDown}
+		need = []archspec.MatrixID{archspec.MatExpertGate, archspec.MatExpertUp, archspec.MatExpertDown}
 	}
 	for _, m := range need {
 		if c.tiles[m] == nil {
@@ -129,7 +131,7 @@ func (c *Coverage) Finish(l, s, e int) error {
 		}
 	}
 	for m, ts := range c.tiles {
-		rows, cols := MatrixShape(c.h, c.md, l, m)
+		rows, cols := c.geo.MatrixShape(l, m)
 		g := quant.Groups(cols)
 		var area int64
 		for _, t := range ts {

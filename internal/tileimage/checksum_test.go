@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/quant"
 )
 
@@ -18,7 +19,7 @@ func TestTileSumsMatchFNV(t *testing.T) {
 	ths := make([]TileHeader, len(sizes))
 	ts := make([]quant.Tile, len(sizes))
 	for i, n := range sizes {
-		ths[i] = TileHeader{Layer: uint16(i), Matrix: MatrixID(i % 5), ColOffset: uint16(256 * i), Rows: uint16(n), Cols: 256}
+		ths[i] = TileHeader{Layer: uint16(i), Matrix: archspec.MatrixID(i % 5), ColOffset: uint16(256 * i), Rows: uint16(n), Cols: 256}
 		sc, data := make([]byte, n*8), make([]byte, n*128)
 		rng.Read(sc)
 		rng.Read(data)

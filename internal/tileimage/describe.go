@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+
+	"github.com/cflow-dev/cflow/archspec"
 )
 
 // HeaderInfo is the GlobalHeader with named fields and enum names, as
@@ -165,10 +167,11 @@ func DescribeModel(format string, size int64, m *Model, walk func(func(Loc, *Map
 		d.Header.MetadataOffset, d.Header.MetadataLength, d.Header.LayerTableOffset = nil, nil, nil
 	}
 	d.Metadata, d.ShardPlan = DescribeMeta(m.Meta)
+	g := h.Geometry(m.Meta)
 	for l := range m.Layers {
 		ly := &m.Layers[l]
 		kind := "full"
-		if layerKind(m.Meta, l) == LayerSliding {
+		if !g.IsFull(l) {
 			kind = "sliding"
 		}
 		li := LayerInfo{Layer: l, Kind: kind, AttnBytes: ly.Streams[SlotAttn].Length,
@@ -179,7 +182,7 @@ func DescribeModel(format string, size int64, m *Model, walk func(func(Loc, *Map
 		}
 		d.Layers = append(d.Layers, li)
 	}
-	stats := map[MatrixID]*TileStat{}
+	stats := map[archspec.MatrixID]*TileStat{}
 	L := int(h.NumLayers)
 	err := walk(func(loc Loc, t *MappedTile) error {
 		st := stats[t.Matrix]
@@ -210,7 +213,7 @@ func DescribeModel(format string, size int64, m *Model, walk func(func(Loc, *Map
 	}
 	sort.Ints(ids)
 	for _, id := range ids {
-		d.Tiles = append(d.Tiles, *stats[MatrixID(id)])
+		d.Tiles = append(d.Tiles, *stats[archspec.MatrixID(id)])
 	}
 	return d, err
 }

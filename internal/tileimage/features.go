@@ -22,17 +22,6 @@ const (
 	keyLayerPrefix         = "layer."                // layer.<l>.<vector>
 )
 
-// KVHeads is the KV-head count of a layer of the given kind: the
-// header's, or KeyGlobalKVHeads on full layers when set.
-func KVHeads(h *Header, md *Metadata, full bool) int {
-	if full && md != nil {
-		if n := md.U32(KeyGlobalKVHeads, 0); n > 0 {
-			return int(n)
-		}
-	}
-	return int(h.NumKVHeads)
-}
-
 // LayerKey is the metadata key of layer l's vector (an f32 array).
 func LayerKey(l int, vec string) string { return fmt.Sprintf("%s%d.%s", keyLayerPrefix, l, vec) }
 

@@ -3,6 +3,7 @@ package tileimage
 import (
 	"fmt"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/quant"
 )
 
@@ -11,69 +12,29 @@ import (
 // below 65,536. Writers refuse wider inputs instead of wrapping offsets.
 const MaxInputWidth = 1 << 16
 
-// IsNorm reports the norm-vector matrices, stored as 1-row F32 tiles.
-func (m MatrixID) IsNorm() bool { return m >= MatAttnNorm && m <= MatFinalNorm }
-
-// IsVocab reports the matrices of the vocabulary entry (embedding, LM head,
-// final norm); their tiles carry layer_id = NumLayers.
-func (m MatrixID) IsVocab() bool { return m == MatEmbed || m == MatLMHead || m == MatFinalNorm }
-
-// layerKind returns the attention kind of layer l from the metadata
-// (LayerFull when absent), so shapes follow mixed-attention models.
-func layerKind(md *Metadata, l int) byte {
-	if md == nil {
-		return LayerFull
+// Geometry is the model shape the header and metadata state: the header's
+// sizes, the full layers' KV heads (KeyGlobalKVHeads) and the per-layer
+// attention kinds (KeyLayerKinds). A nil md means every layer is full
+// attention with the header's KV heads. The shape rules themselves are
+// archspec's.
+func (h *Header) Geometry(md *Metadata) archspec.Geometry {
+	g := archspec.Geometry{
+		NumLayers:              int(h.NumLayers),
+		HiddenSize:             int(h.HiddenSize),
+		IntermediateSize:       int(h.IntermediateSize),
+		VocabSize:              int(h.VocabSize),
+		NumHeads:               int(h.NumHeads),
+		NumKVHeads:             int(h.NumKVHeads),
+		HeadDim:                int(h.HeadDim),
+		GlobalHeadDim:          int(h.GlobalHeadDim),
+		NumExperts:             int(h.NumExperts),
+		ExpertIntermediateSize: int(h.ExpertIntermediateSize),
 	}
-	if k := md.Bytes(KeyLayerKinds); l >= 0 && l < len(k) {
-		return k[l]
+	if md != nil {
+		g.GlobalKVHeads = int(md.U32(KeyGlobalKVHeads, 0))
+		g.LayerKinds = md.Bytes(KeyLayerKinds)
 	}
-	return LayerFull
-}
-
-// MatrixShape is the [out, in] shape of matrix m in layer l. Attention
-// shapes use the layer's head dim (KeyLayerKinds in md; nil md means every
-// layer is full attention). Norms are 1 × d.
-func MatrixShape(h *Header, md *Metadata, l int, m MatrixID) (rows, cols int) {
-	full := layerKind(md, l) == LayerFull
-	hd := h.HeadDimFor(full)
-	if (m == MatK || m == MatV) && l < int(h.NumLayers) {
-		return KVHeads(h, md, full) * hd, int(h.HiddenSize)
-	}
-	return matrixShape(h, hd, m)
-}
-
-// MatrixBounds is the largest shape matrix m can have in any layer (the
-// larger head dim for attention); readers check tiles against it before
-// metadata-dependent shapes are known.
-func MatrixBounds(h *Header, m MatrixID) (rows, cols int) {
-	return matrixShape(h, max(int(h.HeadDim), int(h.GlobalHeadDim)), m)
-}
-
-func matrixShape(h *Header, hd int, m MatrixID) (rows, cols int) {
-	d := int(h.HiddenSize)
-	switch m {
-	case MatQ:
-		return int(h.NumHeads) * hd, d
-	case MatK, MatV:
-		return int(h.NumKVHeads) * hd, d
-	case MatO:
-		return d, int(h.NumHeads) * hd
-	case MatGate, MatUp:
-		return int(h.IntermediateSize), d
-	case MatDown:
-		return d, int(h.IntermediateSize)
-	case MatRouter:
-		return int(h.NumExperts), d
-	case MatExpertGate, MatExpertUp:
-		return int(h.ExpertIntermediateSize), d
-	case MatExpertDown:
-		return d, int(h.ExpertIntermediateSize)
-	case MatEmbed, MatLMHead:
-		return int(h.VocabSize), d
-	case MatAttnNorm, MatFFNNorm, MatMoENorm, MatFinalNorm:
-		return 1, d
-	}
-	return 0, 0
+	return g
 }
 
 // CheckWidths refuses geometry whose matrix inputs exceed MaxInputWidth
@@ -102,25 +63,25 @@ func (h *Header) CheckWidths() error {
 // SlotAllows reports whether matrix m may appear in stream slot `slot` of a
 // layer entry (vocab false) or of the vocabulary entry (vocab true).
 // FFN norm may sit in the MoE slot of models without a dense FFN (Mixtral).
-func SlotAllows(slot int, vocab bool, m MatrixID) bool {
+func SlotAllows(slot int, vocab bool, m archspec.MatrixID) bool {
 	if vocab {
 		switch slot {
 		case SlotEmbed:
-			return m == MatEmbed
+			return m == archspec.MatEmbed
 		case SlotLMHead:
-			return m == MatLMHead
+			return m == archspec.MatLMHead
 		case SlotFinalNorm:
-			return m == MatFinalNorm
+			return m == archspec.MatFinalNorm
 		}
 		return false
 	}
 	switch slot {
 	case SlotAttn:
-		return m == MatAttnNorm || m == MatQ || m == MatK || m == MatV || m == MatO
+		return m == archspec.MatAttnNorm || m == archspec.MatQ || m == archspec.MatK || m == archspec.MatV || m == archspec.MatO
 	case SlotDense:
-		return m == MatFFNNorm || m == MatGate || m == MatUp || m == MatDown
+		return m == archspec.MatFFNNorm || m == archspec.MatGate || m == archspec.MatUp || m == archspec.MatDown
 	case SlotMoE:
-		return m == MatMoENorm || m == MatFFNNorm || m == MatRouter
+		return m == archspec.MatMoENorm || m == archspec.MatFFNNorm || m == archspec.MatRouter
 	case SlotExpertBank:
 		return m.IsExpert()
 	}
@@ -157,7 +118,7 @@ func (h *Header) CheckTile(th *TileHeader) error {
 	if th.QuantGroup != want {
 		return fmt.Errorf("%s tile quant_group %d, want %d", m, th.QuantGroup, want)
 	}
-	rows, cols := MatrixBounds(h, m)
+	rows, cols := h.Geometry(nil).MatrixBounds(m)
 	if int64(th.RowOffset)+int64(th.Rows) > int64(rows) || int(th.ColOffset)+int(th.Cols) > cols {
 		return fmt.Errorf("%s tile rows %d+%d cols %d+%d outside the %dx%d matrix", m, th.RowOffset, th.Rows, th.ColOffset, th.Cols, rows, cols)
 	}

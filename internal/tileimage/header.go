@@ -78,15 +78,6 @@ type Header struct {
 	FinalLogitSoftcap      float32 // 0 = off
 }
 
-// HeadDimFor returns the head dim of a layer of the given kind, so callers
-// need not remember that 0 means "same as HeadDim".
-func (h *Header) HeadDimFor(full bool) int {
-	if full && h.GlobalHeadDim != 0 {
-		return int(h.GlobalHeadDim)
-	}
-	return int(h.HeadDim)
-}
-
 // Has reports whether a feature flag is set.
 func (h *Header) Has(flag uint8) bool { return h.FeatureFlags&flag != 0 }
 

@@ -51,12 +51,6 @@ const (
 	KeyLayerChecksums  = "check.layer_fnv64a"      // bytes: per-layer weight checksums (checksum.go)
 )
 
-// Layer attention kinds in KeyLayerKinds.
-const (
-	LayerFull    = 0
-	LayerSliding = 1
-)
-
 type metaValue struct {
 	typ MetaType
 	raw []byte

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 
+	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/internal/fileio"
 	"github.com/cflow-dev/cflow/quant"
 )
@@ -69,7 +70,7 @@ func (s *TileSink) writeTile(th *TileHeader, t *quant.Tile, sum *uint64) (int64,
 
 // NormTiles splits a norm vector into the 1-row F32 tiles the formats store
 // (at most cols columns each); both writers' WriteNorm use it.
-func NormTiles(layer int, m MatrixID, v []float32, cols int) ([]TileHeader, []quant.Tile) {
+func NormTiles(layer int, m archspec.MatrixID, v []float32, cols int) ([]TileHeader, []quant.Tile) {
 	var ths []TileHeader
 	var ts []quant.Tile
 	for c := 0; c < len(v); c += cols {

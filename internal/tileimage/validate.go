@@ -38,7 +38,7 @@ func CheckMetadata(h *Header, md *Metadata) error {
 			return fmt.Errorf("metadata %s: want %d bytes (one per layer), got type %d, %d bytes", KeyLayerKinds, h.NumLayers, t, len(k))
 		}
 		for i, b := range k {
-			if b != LayerFull && b != LayerSliding {
+			if b != archspec.LayerFull && b != archspec.LayerSliding {
 				return fmt.Errorf("metadata %s: layer %d has kind %d, want 0 (full) or 1 (sliding)", KeyLayerKinds, i, b)
 			}
 		}
