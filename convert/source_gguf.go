@@ -153,6 +153,7 @@ func openGGUF(path string, mapped func(string)) (s *source, err error) {
 }
 
 func (s *source) ggufTensors(f *gguf.File) error {
+	var scan []*tensor
 	for i := range f.Tensors {
 		ti := &f.Tensors[i]
 		dt, ok := ggufDtypes[ti.Type]
@@ -171,7 +172,7 @@ func (s *source) ggufTensors(f *gguf.File) error {
 			continue // the llama3 scaling it states is in the config (ggufRopeScaling)
 		}
 		if layer, ok := isExperts(ti.Name); ok {
-			if err := s.splitExperts(ti, layer, dt, requant, data); err != nil {
+			if err := s.splitExperts(ti, layer, dt, requant, data, &scan); err != nil {
 				return err
 			}
 			continue
@@ -214,10 +215,25 @@ func (s *source) ggufTensors(f *gguf.File) error {
 				t.rowOf = splitHalfRow(s.ggufHeadDim)
 			}
 		}
-		if err := t.checkFinite(); err != nil {
+		if err := s.ggufFinite(t, &scan); err != nil {
 			return err
 		}
 		s.tensors[name] = t
+	}
+	// The float tensors' scan runs on every core (a GGUF's weights are
+	// mostly F16 or BF16: a serial scan was a fifth of an import).
+	return checkFiniteAll(scan, s.locate)
+}
+
+// ggufFinite checks a block tensor's scales now and queues a float one
+// for checkFiniteAll; requantized ones are checked once dequantized.
+func (s *source) ggufFinite(t *tensor, scan *[]*tensor) error {
+	switch {
+	case t.foreign != nil:
+	case t.dt.blocks():
+		return t.checkFinite()
+	default:
+		*scan = append(*scan, t)
 	}
 	return nil
 }
@@ -273,7 +289,7 @@ func isExperts(name string) (string, bool) {
 // splitExperts cuts a stacked expert tensor ([in, out, experts]) of the
 // layer with HF prefix layer into one 2-D tensor per expert, each a view of
 // its contiguous slice.
-func (s *source) splitExperts(ti *gguf.TensorInfo, layer string, dt dtype, requant quant.Type, data []byte) error {
+func (s *source) splitExperts(ti *gguf.TensorInfo, layer string, dt dtype, requant quant.Type, data []byte, scan *[]*tensor) error {
 	if len(ti.Dims) != 3 || ti.Dims[2] == 0 {
 		return fmt.Errorf("gguf: stacked expert tensor %s has dimensions %v, want [in, out, experts]", ti.Name, ti.Dims)
 	}
@@ -290,7 +306,7 @@ func (s *source) splitExperts(ti *gguf.TensorInfo, layer string, dt dtype, requa
 		if err != nil {
 			return err
 		}
-		if err := t.checkFinite(); err != nil {
+		if err := s.ggufFinite(t, scan); err != nil {
 			return err
 		}
 		s.tensors[n] = t
