@@ -8,8 +8,8 @@ import (
 )
 
 // guard is what every request passes before its route: CORS (a browser
-// preflight is answered here), then the API key, then the route, timed
-// for /metrics. /health is exempt from the key, so load balancers and
+// preflight is answered here), then the API key (a 401 in OpenAI's error
+// shape, or Ollama's on /api/ paths), then the route, timed for /metrics. /health is exempt from the key, so load balancers and
 // orchestrators can probe without one (llama-server's rule).
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -18,8 +18,13 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		}
 		if r.URL.Path != "/health" && !s.authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="cflow"`)
-			writeError(w, &apiError{Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: strp("invalid_api_key"),
-				Message: "invalid or missing API key: send the header Authorization: Bearer KEY (or X-Api-Key: KEY) with a key given to --api-key"})
+			e := &apiError{Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: strp("invalid_api_key"),
+				Message: "invalid or missing API key: send the header Authorization: Bearer KEY (or X-Api-Key: KEY) with a key given to --api-key"}
+			if strings.HasPrefix(r.URL.Path, "/api/") {
+				ollamaError(w, e) // Ollama's clients read {"error": "…"}
+			} else {
+				writeError(w, e)
+			}
 			return
 		}
 		s.metrics.timed(next, w, r)

@@ -52,6 +52,29 @@ func hostileBodies() []string {
 	}
 }
 
+// hostileOllamaBodies are bodies aimed at the Ollama API and the
+// tokenizer endpoints: wrong types where they take options, formats,
+// tool calls and token lists.
+func hostileOllamaBodies() []string {
+	m := `"model":"demo","messages":[{"role":"user","content":"hi"}]`
+	return []string{
+		`{` + m + `,"options":[]}`, `{` + m + `,"options":{"temperature":"hot"}}`, `{` + m + `,"options":{"stop":"x"}}`,
+		`{` + m + `,"options":{"stop":[1]}}`, `{` + m + `,"options":{"num_predict":1e400}}`, `{` + m + `,"options":{"seed":1.5}}`,
+		`{` + m + `,"options":{"top_k":1,"top_k":2}}`, `{` + m + `,"options":{"Temperature":0}}`, `{` + m + `,"options":{"num_ctx":-5}}`,
+		`{` + m + `,"format":{"type":"object","properties":{"a":{"$ref":"#/nowhere"}}}}`, `{` + m + `,"format":1}`, `{` + m + `,"format":[]}`,
+		`{` + m + `,"think":1}`, `{` + m + `,"stream":"yes"}`, `{` + m + `,"keep_alive":{"a":1}}`, `{` + m + `,"tools":"x"}`,
+		`{"model":"demo","messages":[{"role":"assistant","content":"","tool_calls":[{"function":{"name":1}}]}]}`,
+		`{"model":"demo","messages":[{"role":"assistant","content":"","tool_calls":"x"}]}`,
+		`{"model":"demo","messages":{"role":"user"}}`, `{"model":["demo"],"messages":[]}`, `{"model":"demo","prompt":7}`,
+		`{"model":"demo","prompt":"hi","context":"x"}`, `{"model":"demo","prompt":"hi","raw":"yes"}`, `{"model":"demo","prompt":"hi","images":[1]}`,
+		`{"content":7}`, `{"content":"hi","with_pieces":"yes"}`, `{"tokens":"x"}`, `{"tokens":[1.5]}`, `{"tokens":[-1]}`, `{"tokens":[1e30]}`,
+		`{"model":"demo","verbose":"x"}`, `{"name":7}`,
+	}
+}
+
+// newRoutes are the endpoints beside OpenAI's the hostile bodies go to.
+var newRoutes = []string{"/api/chat", "/api/generate", "/api/show", "/tokenize", "/detokenize", "/apply-template"}
+
 // attackTarget is a server to attack: its address and, when in this
 // process, the Server (for its internal counters).
 type attackTarget struct {
@@ -108,6 +131,52 @@ func TestHostileClients(t *testing.T) {
 					if resp.StatusCode != 200 && !bytes.Contains(out, []byte(`"error"`)) {
 						t.Errorf("%.60q: %d without an error object: %.200q", b, resp.StatusCode, out)
 					}
+				}
+			}
+		}
+	})
+	t.Run("new endpoints", func(t *testing.T) {
+		for range scale {
+			for _, b := range append(hostileBodies(), hostileOllamaBodies()...) {
+				for _, path := range newRoutes {
+					resp, err := client.Post(base+path, "application/json", strings.NewReader(b))
+					if err != nil {
+						t.Fatalf("%s %.60q: %v", path, b, err)
+					}
+					out, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					record(fmt.Sprintf("%s %.60q", path, b), resp.StatusCode)
+					if resp.StatusCode != 200 && !bytes.Contains(out, []byte(`"error"`)) {
+						t.Errorf("%s %.60q: %d without an error: %.200q", path, b, resp.StatusCode, out)
+					}
+				}
+			}
+			huge := `{"model":"demo","prompt":"` + strings.Repeat("a", 8<<20) + `","content":"","tokens":[]}`
+			for _, path := range newRoutes {
+				resp, err := client.Post(base+path, "application/json", strings.NewReader(huge))
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				record(path+" huge body", resp.StatusCode)
+				if resp.StatusCode != 413 {
+					t.Errorf("%s: huge body answered %d, want 413", path, resp.StatusCode)
+				}
+			}
+			wrong := map[string]string{"/api/tags": "POST", "/api/ps": "DELETE", "/api/version": "POST", "/metrics": "POST",
+				"/api/chat": "GET", "/api/generate": "PUT", "/api/show": "GET", "/tokenize": "GET", "/detokenize": "GET", "/apply-template": "GET"}
+			for path, method := range wrong {
+				req, _ := http.NewRequest(method, base+path, strings.NewReader(`{}`))
+				resp, err := client.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				record(method+" "+path, resp.StatusCode)
+				if resp.StatusCode != 405 || resp.Header.Get("Allow") == "" {
+					t.Errorf("%s %s: %d (Allow %q), want 405", method, path, resp.StatusCode, resp.Header.Get("Allow"))
 				}
 			}
 		}
@@ -172,8 +241,11 @@ func TestHostileClients(t *testing.T) {
 				defer wg.Done()
 				ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rand.IntN(60))*time.Millisecond)
 				defer cancel()
-				body := fmt.Sprintf(`{"prompt":"Once upon a time","max_tokens":200,"stream":%v}`, i%2 == 0)
-				req, _ := http.NewRequestWithContext(ctx, "POST", base+"/v1/completions", strings.NewReader(body))
+				path, body := "/v1/completions", fmt.Sprintf(`{"prompt":"Once upon a time","max_tokens":200,"stream":%v}`, i%2 == 0)
+				if i%4 == 1 { // the Ollama translation under the same storm
+					path, body = "/api/generate", `{"model":"demo","prompt":"Once upon a time","options":{"num_predict":200}}`
+				}
+				req, _ := http.NewRequestWithContext(ctx, "POST", base+path, strings.NewReader(body))
 				if resp, err := client.Do(req); err == nil {
 					io.Copy(io.Discard, resp.Body)
 					resp.Body.Close()
