@@ -13,9 +13,10 @@ import (
 )
 
 // OllamaVersion is what GET /api/version reports: the Ollama release
-// whose API (api/types.go field names and shapes) this server follows.
+// whose API (api/types.go field names and shapes) this server follows,
+// the first with logprobs.
 // Clients compare it to decide which fields they may send.
-const OllamaVersion = "0.12.0"
+const OllamaVersion = "0.12.11"
 
 // ollamaModelInfo is what Ollama's model listings say about the one file
 // served, computed once at start.

@@ -65,7 +65,15 @@ func (s *Server) ollamaTranslate(c *ollamaCommon, chat bool) (map[string]any, *a
 		out["chat_template_kwargs"] = map[string]any{"enable_thinking": on}
 	}
 	if c.Logprobs != nil && *c.Logprobs || c.TopLogprobs != nil && *c.TopLogprobs != 0 {
-		return nil, badParam("logprobs", "log-probabilities are not supported on the Ollama API (POST /v1/chat/completions has them)")
+		if !chat {
+			return nil, badParam("logprobs", "with raw: true log-probabilities are not supported (POST /v1/completions has them)")
+		}
+		if c.Logprobs != nil {
+			out["logprobs"] = *c.Logprobs
+		}
+		if c.TopLogprobs != nil {
+			out["top_logprobs"] = *c.TopLogprobs
+		}
 	}
 	return out, nil
 }

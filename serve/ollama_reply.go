@@ -47,6 +47,9 @@ type ollamaWriter struct {
 
 	content, thinking bytes.Buffer
 	calls             map[int]*ollamaCallAcc
+	// logprobs are the tokens' entries not yet sent (OpenAI's chat shape
+	// is Ollama's: token, logprob, bytes, top_logprobs).
+	logprobs []json.RawMessage
 	finish            string
 	prompt, eval      int
 }
@@ -113,7 +116,10 @@ type openAIChunk struct {
 				} `json:"function"`
 			} `json:"tool_calls"`
 		} `json:"delta"`
-		Text         string  `json:"text"`
+		Text     string `json:"text"`
+		Logprobs *struct {
+			Content []json.RawMessage `json:"content"`
+		} `json:"logprobs"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
 	Usage *struct {
@@ -169,6 +175,9 @@ func (o *ollamaWriter) event(line []byte) error {
 		a.name += tc.Function.Name
 		a.args.WriteString(tc.Function.Arguments)
 	}
+	if ch.Logprobs != nil {
+		o.logprobs = append(o.logprobs, ch.Logprobs.Content...)
+	}
 	text := d.Content + ch.Text
 	o.content.WriteString(text)
 	o.thinking.WriteString(d.ReasoningContent)
@@ -181,6 +190,10 @@ func (o *ollamaWriter) event(line []byte) error {
 // piece is one answer object with its text, thinking and tool calls.
 func (o *ollamaWriter) piece(text, thinking string, calls []map[string]any) map[string]any {
 	m := map[string]any{"model": o.model, "created_at": ollamaNow(), "done": false}
+	if len(o.logprobs) > 0 {
+		m["logprobs"] = o.logprobs
+		o.logprobs = nil
+	}
 	if o.field == "message" {
 		msg := map[string]any{"role": "assistant", "content": text}
 		if thinking != "" {

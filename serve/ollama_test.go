@@ -130,7 +130,9 @@ func TestOllamaRefusals(t *testing.T) {
 		{"/api/chat", `{` + msg + `,"options":{"seed":"x"}}`, 400, "options.seed:"},
 		{"/api/chat", `{` + msg + `,"format":"yaml"}`, 400, "format:"},
 		{"/api/chat", `{` + msg + `,"think":"high"}`, 400, "think:"},
-		{"/api/chat", `{` + msg + `,"logprobs":true}`, 400, "logprobs:"},
+		{"/api/generate", `{"model":"demo","prompt":"hi","raw":true,"logprobs":true}`, 400, "logprobs:"},
+		{"/api/chat", `{` + msg + `,"top_logprobs":3}`, 400, "top_logprobs:"},
+		{"/api/chat", `{` + msg + `,"logprobs":true,"top_logprobs":21}`, 400, "top_logprobs:"},
 		{"/api/chat", `{"model":"demo","messages":[{"role":"user","content":"hi","images":["aGk="]}]}`, 400, "messages[0].images:"},
 		{"/api/chat", `{"model":"demo","messages":[{"role":"wizard","content":"hi"}],"stream":false}`, 400, "messages[0].role:"},
 		{"/api/chat", `{` + msg + `,"Model":"x"}`, 400, "Model:"},
@@ -180,5 +182,30 @@ func TestOllamaInfo(t *testing.T) {
 	}
 	if code, v := getJSON(t, hs.URL+"/api/version"); code != 200 || v["version"] != OllamaVersion {
 		t.Errorf("version: %d %v", code, v)
+	}
+}
+
+// TestOllamaLogprobs: logprobs and top_logprobs give, whole and streamed,
+// the entries /v1/chat/completions gives for the same greedy request
+// (held to the engine's log-softmax by TestStopSeedLogprobs).
+func TestOllamaLogprobs(t *testing.T) {
+	_, hs := startServer(t, Config{Parallel: 1}, nil)
+	_, ref := post(t, hs.URL+"/v1/chat/completions", onceUpon+`,"logprobs":true,"top_logprobs":2,"repeat_penalty":1.1,"top_k":40,"top_p":0.9}`)
+	want, _ := json.Marshal(ref["choices"].([]any)[0].(map[string]any)["logprobs"].(map[string]any)["content"])
+	body := `{"model":"demo","messages":[{"role":"user","content":"Once upon a time"}],"options":{"temperature":0,"num_predict":40},"logprobs":true,"top_logprobs":2`
+	code, v := post(t, hs.URL+"/api/chat", body+`,"stream":false}`)
+	got, _ := json.Marshal(v["logprobs"])
+	if code != 200 || string(got) != string(want) {
+		t.Errorf("logprobs %d:\n%s\nwant\n%s", code, got, want)
+	}
+	_, _, lines := ndjson(t, hs.URL+"/api/chat", body+`}`)
+	var all []any
+	for _, l := range lines {
+		if lp, ok := l["logprobs"].([]any); ok {
+			all = append(all, lp...)
+		}
+	}
+	if got, _ := json.Marshal(all); string(got) != string(want) {
+		t.Errorf("streamed logprobs:\n%s\nwant\n%s", got, want)
 	}
 }
