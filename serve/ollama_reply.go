@@ -49,9 +49,9 @@ type ollamaWriter struct {
 	calls             map[int]*ollamaCallAcc
 	// logprobs are the tokens' entries not yet sent (OpenAI's chat shape
 	// is Ollama's: token, logprob, bytes, top_logprobs).
-	logprobs []json.RawMessage
-	finish            string
-	prompt, eval      int
+	logprobs     []json.RawMessage
+	finish       string
+	prompt, eval int
 }
 
 // ollamaCallAcc gathers one streamed tool call (OpenAI streams its
