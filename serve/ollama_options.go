@@ -185,13 +185,20 @@ func ollamaFormat(raw json.RawMessage, out map[string]any) *apiError {
 	return nil
 }
 
-// ollamaMessage rewrites an OpenAI error message's leading field name to
+// ollamaMessageFor rewrites an OpenAI error message's leading field name to
 // the Ollama request's ("temperature: …" → "options.temperature: …").
 func ollamaMessageFor(param *string, msg string) string {
 	if param == nil {
 		return msg
 	}
 	p := *param
+	if strings.HasPrefix(p, "messages[") && strings.HasSuffix(p, "].name") { // Ollama's tool_name
+		name := strings.TrimSuffix(p, "name") + "tool_name"
+		if after, ok := strings.CutPrefix(msg, p+":"); ok {
+			return name + ":" + after
+		}
+		return name + ": " + msg
+	}
 	root, rest, _ := strings.Cut(p, ".")
 	name, ok := ollamaParams[root]
 	if !ok {

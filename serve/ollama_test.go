@@ -209,3 +209,23 @@ func TestOllamaLogprobs(t *testing.T) {
 		t.Errorf("streamed logprobs:\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestOllamaMessageFor: the OpenAI path's 400s are renamed to the Ollama
+// request's fields.
+func TestOllamaMessageFor(t *testing.T) {
+	for _, c := range []struct{ param, msg, want string }{
+		{"temperature", "temperature: 5: must be in [0, 2]", "options.temperature: 5: must be in [0, 2]"},
+		{"max_tokens", "max_tokens: 0: must be ≥ 1", "options.num_predict: 0: must be ≥ 1"},
+		{"response_format", `response_format: "json_object": only text is supported`, `format: "json_object": only text is supported`},
+		{"response_format.json_schema.schema", "response_format.json_schema.schema: bad", "format.json_schema.schema: bad"},
+		{"chat_template_kwargs", "chat_template_kwargs: unrecognized", "think: unrecognized"},
+		{"messages[2].name", "messages[2].name: unrecognized", "messages[2].tool_name: unrecognized"},
+		{"messages[0].role", `messages[0].role: "x": must be …`, `messages[0].role: "x": must be …`},
+		{"", "plain", "plain"},
+	} {
+		p := strp(c.param)
+		if got := ollamaMessageFor(p, c.msg); got != c.want {
+			t.Errorf("%q %q: %q, want %q", c.param, c.msg, got, c.want)
+		}
+	}
+}
