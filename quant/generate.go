@@ -10,3 +10,4 @@ package quant
 //go:generate go run -C _asm . -family exp -out ../exp_amd64.s -stubs ../exp_amd64.go
 //go:generate go run -C _asm . -family encode -out ../encode_amd64.s -stubs ../encode_stubs_amd64.go
 //go:generate go run -C _asm . -family vnni -out ../vnni_amd64.s -stubs ../vnni_amd64.go
+//go:generate go run -C _asm . -family kv -out ../kv_amd64.s -stubs ../kv_amd64.go
