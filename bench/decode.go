@@ -51,6 +51,8 @@ type Config struct {
 	// without HTTP (like llama.cpp's batched-bench). At most the batch
 	// size.
 	Parallel int
+	// CacheK and CacheV are the KV cache types (engine.Options).
+	CacheK, CacheV engine.KVType
 }
 
 // Result is what `cflowc bench` prints; the JSON names are the issue's.
@@ -65,9 +67,13 @@ type Result struct {
 	// sequence, and Runs and DecodeTokS count every sequence's tokens.
 	Parallel int `json:"parallel,omitempty"`
 	// Depth is Config.Depth: the tokens already cached before each test.
-	Depth      int       `json:"depth,omitempty"`
-	Runs       []float64 `json:"runs_tok_s"`
-	DecodeTokS float64   `json:"decode_tok_s"`
+	Depth int `json:"depth,omitempty"`
+	// KVCacheType is the keys' and values' cache types; KVBytesPerPosition
+	// what one cached position costs in them (engine.KVBytesPerPosition).
+	KVCacheType        KVCacheType `json:"kv_cache_type"`
+	KVBytesPerPosition int64       `json:"kv_bytes_per_position"`
+	Runs               []float64   `json:"runs_tok_s"`
+	DecodeTokS         float64     `json:"decode_tok_s"`
 	// BytesPerToken is per token as if it were decoded alone (the
 	// engine's count); with Parallel sequences a step reads a dense
 	// model's weights once for all of them, so GBs, RooflineTokS and
@@ -153,7 +159,8 @@ func Run(m *cflowfmt.Model, cfg Config) (*Result, error) {
 	if cfg.Parallel > cfg.Batch {
 		return nil, fmt.Errorf("bench: %d parallel sequences exceed the batch of %d tokens per pass", cfg.Parallel, cfg.Batch)
 	}
-	e, err := engine.New(m, engine.Options{Threads: cfg.Threads, ExpertIO: cfg.ExpertIO, Batch: cfg.Batch})
+	e, err := engine.New(m, engine.Options{Threads: cfg.Threads, ExpertIO: cfg.ExpertIO, Batch: cfg.Batch,
+		CacheK: cfg.CacheK, CacheV: cfg.CacheV})
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +212,10 @@ func Run(m *cflowfmt.Model, cfg Config) (*Result, error) {
 	// The probe's buffer is filled and faulted in before any timing.
 	rd := newReader(cfg.ProbeBytes, cfg.Threads)
 	defer rd.close()
-	r := &Result{Model: m.Path, CPU: CPUName(), Quant: h.QuantType.String(), Kernel: e.Kernel().Name(), Threads: cfg.Threads, Tokens: cfg.Tokens, Depth: cfg.Depth}
+	r := &Result{Model: m.Path, CPU: CPUName(), Quant: h.QuantType.String(), Kernel: e.Kernel().Name(), Threads: cfg.Threads, Tokens: cfg.Tokens, Depth: cfg.Depth,
+		KVBytesPerPosition: e.KVBytesPerPosition()}
+	ck, cv := e.CacheTypes()
+	r.KVCacheType = KVCacheType{K: ck.String(), V: cv.String()}
 	if cfg.Parallel > 1 {
 		r.Parallel = cfg.Parallel
 	}
@@ -326,4 +336,11 @@ func parallelDecode(e *engine.Engine, n int, tokens func(int) []int) func(int) e
 		}
 		return nil
 	}
+}
+
+// KVCacheType names the keys' and values' KV cache types in the JSON
+// (llama-bench's type_k and type_v).
+type KVCacheType struct {
+	K string `json:"k"`
+	V string `json:"v"`
 }

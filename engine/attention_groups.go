@@ -1,5 +1,7 @@
 package engine
 
+import "github.com/cflow-dev/cflow/quant"
+
 // maxHeadsPerGroup is how many query heads of one KV head an attention
 // item serves at once: each row of that KV head's key and value tiles is
 // read from L2 once for all of them (quant.DotF32Rows) instead of once
@@ -11,6 +13,8 @@ const maxHeadsPerGroup = 4
 // probabilities of its query heads, span apart.
 type groupScratch struct {
 	scores, probs []float32
+	qv            []*quant.Vec // q8_0 keys: the query heads prepared for Dot
+	kt            quant.Tile   // q8_0 keys: the block's tile (here, not on the heap per call)
 }
 
 // headsPerGroup is the largest divisor k of the query heads per KV head g
@@ -49,8 +53,12 @@ func (w *worker) headGroups(c *kvCache, lp *layerPlan, q, att []float32, n, star
 		b.headGroups = append(b.headGroups, groupScratch{})
 	}
 	*w.gj = groupsJob{w: w, c: c, q: q, att: att, n: n, start: start, G: G, qpi: qpi, hd: hd,
-		b0: start / kvBlock, nb: nb, span: nb * kvBlock, scale: float32(w.attnScale(hd)), item: w.gj.item}
-	w.parallel(items, Hkv, w.gj.item)
+		b0: start / kvBlock, nb: nb, span: nb * kvBlock, scale: float32(w.attnScale(hd)), item: w.gj.item, kvItem: w.gj.kvItem}
+	item := w.gj.item
+	if c.kt != KVF32 || c.vt != KVF32 {
+		item = w.gj.kvItem // attention_kv.go
+	}
+	w.parallel(items, Hkv, item)
 	w.gj.c, w.gj.q, w.gj.att = nil, nil, nil
 }
 
@@ -64,12 +72,12 @@ type groupsJob struct {
 	q, att                             []float32
 	n, start, G, qpi, hd, b0, nb, span int
 	scale                              float32
-	item                               func(it int)
+	item, kvItem                       func(it int)
 }
 
 func newGroupsJob(w *worker) *groupsJob {
 	j := &groupsJob{w: w}
-	j.item = j.run
+	j.item, j.kvItem = j.run, j.runKV
 	return j
 }
 

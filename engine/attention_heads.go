@@ -31,7 +31,7 @@ type headScratch struct {
 // wider than a tile take a Go loop for the scores (and big-endian
 // machines for both products).
 func (w *worker) heads(c *kvCache, lp *layerPlan, q, att []float32, n, start int) {
-	if tileCache && lp.hd <= quant.MaxTileCols && w.kernel.HasF32Rows() {
+	if c.kt != KVF32 || c.vt != KVF32 || tileCache && lp.hd <= quant.MaxTileCols && w.kernel.HasF32Rows() {
 		w.headGroups(c, lp, q, att, n, start)
 		return
 	}

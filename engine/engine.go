@@ -56,6 +56,9 @@ type Options struct {
 	// weights; 0 means MaxBatch, 1 feeds one token per pass (the baseline
 	// batched prefill is measured against).
 	Batch int
+	// CacheK and CacheV are the KV cache's key and value storage
+	// (kvtype.go); the zero value is f32, the exact cache.
+	CacheK, CacheV KVType
 }
 
 // ErrContextFull is returned by Step once the KV cache holds
@@ -88,6 +91,8 @@ type Engine struct {
 	embed  []stripe // embedding stripes sorted by first row
 	pool   *pool.Pool
 	kernel *quant.Kernel
+	// cacheK, cacheV: Options.CacheK/CacheV, every sequence's cache types.
+	cacheK, cacheV KVType
 	// pairs: matvecs over Q4_0 plans walk two stripes at once
 	// (matvec_pairs.go); set in New from the kernel, cleared by tests that
 	// compare against the one-stripe walk.
@@ -167,7 +172,11 @@ func New(m *cflowfmt.Model, opt Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{m: m, h: h, d: int(h.HiddenSize), steps: steps, iters: max(1, iters), kernel: opt.Kernel}
+	if opt.CacheK > KVQ8_0 || opt.CacheV > KVQ8_0 {
+		return nil, fmt.Errorf("runtime: KV cache types %v/%v: want %v", opt.CacheK, opt.CacheV, KVTypeNames)
+	}
+	e := &Engine{m: m, h: h, d: int(h.HiddenSize), steps: steps, iters: max(1, iters), kernel: opt.Kernel,
+		cacheK: opt.CacheK, cacheV: opt.CacheV}
 	if e.kernel == nil {
 		e.kernel = quant.DefaultKernel()
 	}

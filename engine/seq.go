@@ -1,6 +1,9 @@
 package engine
 
-import "github.com/cflow-dev/cflow/archspec"
+import (
+	"github.com/cflow-dev/cflow/archspec"
+	"github.com/cflow-dev/cflow/quant"
+)
 
 // seq is a token's state as a worker runs it: the position and KV caches
 // (one per pass) of the sequence it is bound to, and the scheduler's
@@ -39,10 +42,31 @@ type queued struct {
 const kvBlock = 128
 
 // kvCache holds one pass's keys and values in blocks of kvBlock positions,
-// allocated as the sequence grows and kept across Reset.
+// allocated as the sequence grows and kept across Reset, in the storage
+// its types name (kvtype.go): f32 and f16 keep the layouts above (f16 as
+// IEEE halves, read by quant.DotF16Rows); q8_0 keys are one Q8_0 tile per
+// head and block (positions × head dim: quant.Dot), q8_0 values the same
+// position-major tile (quant.AccumQ8Rows adds its rows times the
+// probabilities), since a Q8_0 group must be quantized whole and a
+// position's values arrive one position at a time.
 type kvCache struct {
 	heads, hd int
-	k, v      [][]float32 // per block, heads·kvBlock·hd values each
+	kt, vt    KVType
+	k, v      [][]float32 // f32: per block, heads·kvBlock·hd values each
+	k16, v16  [][]uint16  // f16: the same layouts
+	kq, vq    [][]byte    // q8_0: per block heads·kvBlock·G groups of 32 int8 (G = Groups(hd))
+	ks, vs    [][]byte    // q8_0: per block heads·kvBlock·G f16 scales
+}
+
+// blocks is the number of allocated blocks.
+func (c *kvCache) blocks() int {
+	switch c.kt {
+	case KVF16:
+		return len(c.k16)
+	case KVQ8_0:
+		return len(c.kq)
+	}
+	return len(c.k)
 }
 
 // store writes position pos's keys and values (heads·hd each). Writing by
@@ -51,12 +75,33 @@ type kvCache struct {
 func (c *kvCache) store(pos int, k, v []float32) {
 	c.reserve(pos)
 	blk, t := pos/kvBlock, pos%kvBlock
-	kb, vb, hd := c.k[blk], c.v[blk], c.hd
+	hd, G := c.hd, quant.Groups(c.hd)
 	for h := range c.heads {
-		copy(kb[(h*kvBlock+t)*hd:(h*kvBlock+t+1)*hd], k[h*hd:(h+1)*hd])
-		vh := vb[h*hd*kvBlock : (h+1)*hd*kvBlock]
-		for i, x := range v[h*hd : (h+1)*hd] {
-			vh[i*kvBlock+t] = x
+		kh, vh := k[h*hd:(h+1)*hd], v[h*hd:(h+1)*hd]
+		row := h*kvBlock + t
+		switch c.kt {
+		case KVF32:
+			copy(c.k[blk][row*hd:(row+1)*hd], kh)
+		case KVF16:
+			for i, x := range kh {
+				c.k16[blk][row*hd+i] = quant.F32ToF16(x)
+			}
+		case KVQ8_0:
+			quant.QuantizeQ8Row(kh, c.ks[blk][row*G*2:(row+1)*G*2], c.kq[blk][row*G*32:(row+1)*G*32])
+		}
+		switch c.vt {
+		case KVF32:
+			vt := c.v[blk][h*hd*kvBlock : (h+1)*hd*kvBlock]
+			for i, x := range vh {
+				vt[i*kvBlock+t] = x
+			}
+		case KVF16:
+			vt := c.v16[blk][h*hd*kvBlock : (h+1)*hd*kvBlock]
+			for i, x := range vh {
+				vt[i*kvBlock+t] = quant.F32ToF16(x)
+			}
+		case KVQ8_0:
+			quant.QuantizeQ8Row(vh, c.vs[blk][row*G*2:(row+1)*G*2], c.vq[blk][row*G*32:(row+1)*G*32])
 		}
 	}
 }
@@ -65,27 +110,68 @@ func (c *kvCache) store(pos int, k, v []float32) {
 // columns' positions before they run concurrently, so their stores only
 // write, never grow, a cache they share.
 func (c *kvCache) reserve(pos int) {
-	for blk := pos / kvBlock; len(c.k) <= blk; {
-		c.k = append(c.k, make([]float32, c.heads*kvBlock*c.hd))
-		c.v = append(c.v, make([]float32, c.heads*kvBlock*c.hd))
+	n, G := c.heads*kvBlock*c.hd, quant.Groups(c.hd)
+	for blk := pos / kvBlock; c.blocks() <= blk; {
+		switch c.kt {
+		case KVF32:
+			c.k = append(c.k, make([]float32, n))
+		case KVF16:
+			c.k16 = append(c.k16, make([]uint16, n))
+		case KVQ8_0:
+			c.kq = append(c.kq, make([]byte, c.heads*kvBlock*G*32))
+			c.ks = append(c.ks, make([]byte, c.heads*kvBlock*G*2))
+		}
+		switch c.vt {
+		case KVF32:
+			c.v = append(c.v, make([]float32, n))
+		case KVF16:
+			c.v16 = append(c.v16, make([]uint16, n))
+		case KVQ8_0:
+			c.vq = append(c.vq, make([]byte, c.heads*kvBlock*G*32))
+			c.vs = append(c.vs, make([]byte, c.heads*kvBlock*G*2))
+		}
 	}
 }
 
-// forget zeroes every value from position pos on: the value tiles are
-// multiplied over whole blocks (by zero probabilities past the last
-// position), so what lies there must be finite, whatever an earlier,
-// longer sequence left.
+// forget zeroes every value from position pos on: the f32 and f16 value
+// tiles are multiplied over whole blocks (by zero probabilities past the
+// last position), so what lies there must be finite, whatever an earlier,
+// longer sequence left. (q8_0 values are read over live positions only;
+// they are zeroed too, so no stale position is ever read.)
 func (c *kvCache) forget(pos int) {
 	blk, t := pos/kvBlock, pos%kvBlock
-	for b := blk; b < len(c.v); b++ {
-		vb := c.v[b]
+	G := quant.Groups(c.hd)
+	for b := blk; b < c.blocks(); b++ {
 		if b > blk {
 			t = 0
 		}
-		for r := range c.heads * c.hd {
-			clear(vb[r*kvBlock+t : (r+1)*kvBlock])
+		switch c.vt {
+		case KVF32:
+			for r := range c.heads * c.hd {
+				clear(c.v[b][r*kvBlock+t : (r+1)*kvBlock])
+			}
+		case KVF16:
+			for r := range c.heads * c.hd {
+				clear(c.v16[b][r*kvBlock+t : (r+1)*kvBlock])
+			}
+		case KVQ8_0:
+			for h := range c.heads {
+				lo, hi := h*kvBlock+t, (h+1)*kvBlock
+				clear(c.vq[b][lo*G*32 : hi*G*32])
+				clear(c.vs[b][lo*G*2 : hi*G*2])
+			}
 		}
 	}
+}
+
+// release drops every block (Sequence.Release).
+func (c *kvCache) release() {
+	c.k, c.v, c.k16, c.v16, c.kq, c.vq, c.ks, c.vs = nil, nil, nil, nil, nil, nil, nil, nil
+}
+
+// bytes is the memory the allocated blocks hold.
+func (c *kvCache) bytes() int64 {
+	return int64(c.blocks()) * int64(c.heads*kvBlock) * int64(c.kt.rowBytes(c.hd)+c.vt.rowBytes(c.hd))
 }
 
 // newSeq allocates a token's scheduler state for this engine's geometry
@@ -109,6 +195,7 @@ func (e *Engine) newKV() []kvCache {
 	for p := range kv {
 		lp := e.layers[p/e.iters]
 		kv[p].heads, kv[p].hd = lp.kvHeads, lp.hd
+		kv[p].kt, kv[p].vt = e.cacheK, e.cacheV
 	}
 	return kv
 }

@@ -56,7 +56,7 @@ func (q *Sequence) Truncate(n int) error {
 func (q *Sequence) Release() {
 	q.s.pos = 0
 	for p := range q.s.kv {
-		q.s.kv[p].k, q.s.kv[p].v = nil, nil
+		q.s.kv[p].release()
 	}
 }
 
@@ -64,8 +64,8 @@ func (q *Sequence) Release() {
 // which Reset and Truncate keep), what a server's cache budget counts.
 func (q *Sequence) KVBytes() int64 {
 	var n int64
-	for _, c := range q.s.kv {
-		n += int64(len(c.k)+len(c.v)) * int64(c.heads*kvBlock*c.hd) * 4
+	for p := range q.s.kv {
+		n += q.s.kv[p].bytes()
 	}
 	return n
 }

@@ -108,7 +108,9 @@ func cacheFixtures(t *testing.T) map[string]*cflowfmt.Model {
 
 // newTestScheduler runs a scheduler over slots sequences of m.
 func newTestScheduler(t *testing.T, m *cflowfmt.Model, slots int, cacheRAM int64) *scheduler {
-	be, err := newBatched(m, slots, engine.Options{Threads: 1})
+	// cflowc serve's default cache, f16: its replies must not depend on
+	// the prompt cache either.
+	be, err := newBatched(m, slots, engine.Options{Threads: 1, CacheK: engine.KVF16, CacheV: engine.KVF16})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +220,7 @@ func TestPromptCachePlacesAndEvicts(t *testing.T) {
 	t.Run("cache-ram", func(t *testing.T) {
 		// One slot's KV memory for a 30-odd-token sequence: one block of
 		// positions in every pass.
-		e, err := engine.New(m, engine.Options{Threads: 1})
+		e, err := engine.New(m, engine.Options{Threads: 1, CacheK: engine.KVF16, CacheV: engine.KVF16}) // newTestScheduler's
 		if err != nil {
 			t.Fatal(err)
 		}

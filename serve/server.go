@@ -59,6 +59,9 @@ type Config struct {
 	Ctx int
 	// Threads per engine (≤ 0: every CPU).
 	Threads int
+	// CacheK and CacheV are the slots' KV cache types (engine.Options;
+	// the zero value is f32, cflowc serve's default f16).
+	CacheK, CacheV engine.KVType
 	// CacheRAM is the MiB of KV cache idle slots may keep for the prompt
 	// cache (a later request sharing a prefix feeds only the rest),
 	// evicting the least recently used beyond it: 0 keeps nothing (every
@@ -166,7 +169,7 @@ func newServer(cfg Config, wrap func(backend) backend) (*Server, error) {
 	if s.tmpl == nil && cfg.Tokenizer != nil {
 		s.tmpl = Plain{cfg.Tokenizer}
 	}
-	be, err := newBatched(cfg.Model, cfg.Parallel, engine.Options{Threads: cfg.Threads})
+	be, err := newBatched(cfg.Model, cfg.Parallel, engine.Options{Threads: cfg.Threads, CacheK: cfg.CacheK, CacheV: cfg.CacheV})
 	if err != nil {
 		return nil, err
 	}

@@ -35,7 +35,7 @@ func init() {
 			"and one pass over the weights for all (serve's tick with N clients decoding, without HTTP):\n" +
 			"tok/s then counts every sequence's tokens, and the roofline divides a step's weight reads\n" +
 			"among them (exact for dense models). The JSON names the CPU (\"cpu\": /proc/cpuinfo's model name).",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: runtime.NumCPU(), Usage: "decode and probe threads (as run, verify and ppl)", DefaultText: "every CPU"},
 			&cli.IntFlag{Name: "tokens", Aliases: []string{"n"}, Value: 64, Usage: "decode tokens per run (0: no decode test)"},
 			&cli.IntFlag{Name: "depth", Aliases: []string{"d"}, Usage: "tokens already in the KV cache before each prompt and decode test (llama-bench's -d; 0: empty)"},
@@ -49,7 +49,7 @@ func init() {
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the decode runs (go tool pprof)"},
 			&cli.StringFlag{Name: "expert-io", Value: "mmap", Usage: "expert fetch: mmap, sync or direct (as run's --expert-io)"},
-		},
+		}, cacheTypeFlags(engine.KVF16)...),
 		Action: runBench,
 	})
 }
@@ -166,15 +166,21 @@ func benchConfig(c *cli.Context, maxSeq int) (bench.Config, error) {
 	if err != nil {
 		return bench.Config{}, cli.Exit("bench: --expert-io: "+err.Error(), exitUsage)
 	}
+	var kv engine.Options
+	if err := cacheTypes(c, "bench", &kv); err != nil {
+		return bench.Config{}, err
+	}
 	return bench.Config{ExpertIO: xio, Batch: c.Int("batch"), Parallel: c.Int("parallel"),
 		Threads: c.Int("threads"), Tokens: c.Int("tokens"), Prompt: c.Int("prompt"), Depth: c.Int("depth"), Runs: c.Int("runs"), Warmup: c.Int("warmup"),
 		ProbeBytes: int64(c.Int("probe-mib")) << 20, ProbeRuns: c.Int("probe-runs"), Seed: 1,
+		CacheK: kv.CacheK, CacheV: kv.CacheV,
 	}, nil
 }
 
 // printBench prints a result as text, one figure a line.
 func printBench(r *bench.Result, runs int) {
 	fmt.Printf("%s (%s, kernel %s), %d threads, %d runs, CPU %s\n", r.Model, r.Quant, r.Kernel, r.Threads, runs, r.CPU)
+	fmt.Printf("KV cache      keys %s, values %s: %d bytes per position\n", r.KVCacheType.K, r.KVCacheType.V, r.KVBytesPerPosition)
 	if r.Depth > 0 {
 		fmt.Printf("depth         %d tokens in the KV cache before each test (llama-bench -d)\n", r.Depth)
 	}

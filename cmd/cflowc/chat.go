@@ -35,7 +35,7 @@ func init() {
 			&cli.IntFlag{Name: "max-tokens", Aliases: []string{"n"}, Value: 512, Usage: "reply tokens at most (≥ 1)"},
 			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: runtime.NumCPU(), Usage: "decode threads"},
 			&cli.BoolFlag{Name: "json", Usage: "one JSON object per turn instead of streamed text"},
-		}, samplingFlags()...),
+		}, append(samplingFlags(), cacheTypeFlags(engine.KVF16)...)...),
 		Action: runChat,
 	})
 }
@@ -74,7 +74,11 @@ func runChat(c *cli.Context) error {
 	if t := c.Int("threads"); t > runtime.GOMAXPROCS(0) {
 		runtime.GOMAXPROCS(t)
 	}
-	e, err := engine.New(m, engine.Options{Threads: c.Int("threads")})
+	eo := engine.Options{Threads: c.Int("threads")}
+	if err := cacheTypes(c, "chat", &eo); err != nil {
+		return err
+	}
+	e, err := engine.New(m, eo)
 	if err != nil {
 		return cli.Exit("chat: "+err.Error(), exitUsage)
 	}

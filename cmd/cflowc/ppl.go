@@ -27,14 +27,14 @@ func init() {
 			"KL(BASE ‖ FILE) of the next-token distributions in nats, and the fraction of positions where\n" +
 			"both pick the same top token — TRACE.md's quantization-quality figures, as llama.cpp's\n" +
 			"llama-perplexity --kl-divergence reports them.",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "text", Usage: "text file to evaluate (required)"},
 			&cli.IntFlag{Name: "ctx", Usage: "context per chunk, BOS included (0: the model's maximum, at most 512)"},
 			&cli.StringFlag{Name: "kl-base", Usage: "also score the text under this file and compare (ppl_ratio, mean_kld, same_top)"},
 			&cli.BoolFlag{Name: "json", Usage: "print {ppl, bits_per_byte, tokens, ...} as JSON (with --kl-base: {ppl, base_ppl, ppl_ratio, mean_kld, same_top, ...})"},
 			&cli.BoolFlag{Name: "float-kernel", Usage: "keep activations in f32 (the kernel verify uses) instead of the default kernel"},
 			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: runtime.NumCPU(), Usage: "decode threads"},
-		},
+		}, cacheTypeFlags(engine.KVF16)...),
 		Action: runPPL,
 	})
 }
@@ -77,6 +77,9 @@ func runPPL(c *cli.Context) error {
 		ctx = ppl.DefaultCtx(&m.Header)
 	}
 	opt := engine.Options{Threads: c.Int("threads")}
+	if err := cacheTypes(c, "ppl", &opt); err != nil {
+		return err
+	}
 	if c.Bool("float-kernel") {
 		opt.Kernel = verify.Kernel()
 	}

@@ -46,7 +46,7 @@ func init() {
 			&cli.StringFlag{Name: "kernel", Usage: "dot kernel: " + strings.Join(quant.KernelNames(), ", ") +
 				" (default: the fastest, or its float-activation twin with --trace-out; a trace recorded on an int8 kernel compares kernels, it is no reference)"},
 			&cli.StringFlag{Name: "expert-io", Value: "mmap", Usage: "expert fetch: mmap (page cache), sync (O_DIRECT reads blocking at the routing layer) or direct (O_DIRECT reads overlapped until the injection layer)"},
-		}, samplingFlags()...),
+		}, append(samplingFlags(), cacheTypeFlags(engine.KVF16)...)...),
 		Action: runRun,
 	})
 }
@@ -207,7 +207,17 @@ func runEngineOptions(c *cli.Context) (engine.Options, error) {
 		runtime.GOMAXPROCS(t)
 	}
 	opt := engine.Options{Threads: c.Int("threads"), ExpertIO: xio}
+	if err := cacheTypes(c, "run", &opt); err != nil {
+		return engine.Options{}, err
+	}
 	if c.IsSet("trace-out") {
+		// A trace is a reference: an f32 cache unless the flags say otherwise.
+		if !c.IsSet("cache-type-k") {
+			opt.CacheK = engine.KVF32
+		}
+		if !c.IsSet("cache-type-v") {
+			opt.CacheV = engine.KVF32
+		}
 		// A trace is a reference: keep activations in f32 so replaying it
 		// needs no allowance for int8 activation rounding.
 		opt.Kernel = verify.Kernel()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/chat"
+	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/serve"
 	"github.com/cflow-dev/cflow/tokenizer"
 	"github.com/urfave/cli/v2"
@@ -33,7 +34,7 @@ func init() {
 			"cuts them off, exit 1). A request must fit --ctx by its size alone (body, messages, prompt bytes;\n" +
 			"the bounds are printed at start). Point an OpenAI client at " +
 			"http://HOST:PORT/v1 (with a key of --api-key when any is given).",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "host", Value: "127.0.0.1", Usage: "address to listen on"},
 			&cli.IntFlag{Name: "port", Value: 8080, Usage: "port to listen on (0: any free port, printed)"},
 			&cli.IntFlag{Name: "parallel", Aliases: []string{"np"}, Value: 4, Usage: "sequences decoded together"},
@@ -51,7 +52,7 @@ func init() {
 			&cli.DurationFlag{Name: "idle-timeout", Value: serve.DefaultIdleTimeout, Usage: "close a keep-alive connection idle this long"},
 			&cli.IntFlag{Name: "max-conns", Value: serve.DefaultMaxConns, Usage: "open connections at most (more wait in the listen backlog)"},
 			&cli.DurationFlag{Name: "drain-timeout", Value: serve.DefaultDrainTimeout, Usage: "after SIGTERM, cut requests still in flight after this long (exit 1)"},
-		},
+		}, cacheTypeFlags(engine.KVF16)...),
 		Action: runServe,
 	})
 }
@@ -100,12 +101,17 @@ func runServe(c *cli.Context) error {
 		ln.Close()
 		return cli.Exit("serve: "+err.Error(), exitUsage)
 	}
+	var kv engine.Options
+	if err := cacheTypes(c, "serve", &kv); err != nil {
+		ln.Close()
+		return err
+	}
 	var id string
 	aliases := c.StringSlice("alias")
 	if len(aliases) > 0 {
 		id = aliases[0]
 	}
-	s, err := serve.New(serve.Config{Model: m, ModelID: id, Aliases: aliases, AnyModel: c.Bool("any-model"),
+	s, err := serve.New(serve.Config{CacheK: kv.CacheK, CacheV: kv.CacheV, Model: m, ModelID: id, Aliases: aliases, AnyModel: c.Bool("any-model"),
 		APIKeys: keys, CORSOrigins: c.StringSlice("cors-origin"), Tokenizer: tk, Template: tmpl, Parallel: c.Int("parallel"),
 		Ctx: c.Int("ctx"), Threads: c.Int("threads"), Queue: c.Int("queue"), CacheRAM: c.Int("cache-ram"), Log: os.Stderr,
 		ReadTimeout: c.Duration("read-timeout"), WriteTimeout: c.Duration("write-timeout"), IdleTimeout: c.Duration("idle-timeout"),

@@ -20,11 +20,11 @@ func init() {
 		Description: "The rule follows the trace's weights and the file's quant type: f32 vs F32, *_replay vs the\n" +
 			"same quantization, f32 vs Q8_0 / Q4_0. Prints a per-step table and a verdict; exits 1 on\n" +
 			"failure and 2 for a trace of another model.",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "trace", Usage: "reference trace JSON"},
 			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},
 			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: runtime.NumCPU(), Usage: "decode threads"},
-		},
+		}, cacheTypeFlags(engine.KVF32)...),
 		Action: runVerify,
 	})
 }
@@ -52,7 +52,11 @@ func runVerify(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit("verify: "+err.Error(), exitUsage)
 	}
-	e, err := engine.New(m, engine.Options{Threads: max(1, c.Int("threads")), Kernel: verify.Kernel()})
+	eo := engine.Options{Threads: max(1, c.Int("threads")), Kernel: verify.Kernel()}
+	if err := cacheTypes(c, "verify", &eo); err != nil {
+		return err
+	}
+	e, err := engine.New(m, eo)
 	if err != nil {
 		return cli.Exit("verify: "+err.Error(), exitUsage)
 	}
