@@ -14,8 +14,21 @@ import (
 func cacheTypeFlags(def engine.KVType) []cli.Flag {
 	names := strings.Join(engine.KVTypeNames, ", ")
 	return []cli.Flag{
-		&cli.StringFlag{Name: "cache-type-k", Aliases: []string{"ctk"}, Value: def.String(), Usage: "KV cache type of the keys: " + names},
-		&cli.StringFlag{Name: "cache-type-v", Aliases: []string{"ctv"}, Value: def.String(), Usage: "KV cache type of the values: " + names},
+		&cli.StringFlag{Name: "cache-type-k", Aliases: []string{"ctk"}, Value: def.String(), Usage: "KV cache type of the keys: " + names,
+			Action: checkCacheType("cache-type-k")},
+		&cli.StringFlag{Name: "cache-type-v", Aliases: []string{"ctv"}, Value: def.String(), Usage: "KV cache type of the values: " + names,
+			Action: checkCacheType("cache-type-v")},
+	}
+}
+
+// checkCacheType refuses an unknown type name when the flag is parsed,
+// before the command opens anything (cacheTypes reads it again).
+func checkCacheType(flag string) func(*cli.Context, string) error {
+	return func(c *cli.Context, s string) error {
+		if _, err := engine.ParseKVType(s); err != nil {
+			return cli.Exit(c.Command.Name+": --"+flag+": "+err.Error(), exitUsage)
+		}
+		return nil
 	}
 }
 

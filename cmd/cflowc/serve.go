@@ -65,7 +65,8 @@ const defaultCacheRAM = 8192
 const maxParallel = 256
 
 func runServe(c *cli.Context) error {
-	if err := checkServeFlags(c); err != nil {
+	var kv engine.Options // the cache types, read with the other flags
+	if err := checkServeFlags(c, &kv); err != nil {
 		return err
 	}
 	m, err := openRunModel(c.Args().First())
@@ -101,11 +102,6 @@ func runServe(c *cli.Context) error {
 		ln.Close()
 		return cli.Exit("serve: "+err.Error(), exitUsage)
 	}
-	var kv engine.Options
-	if err := cacheTypes(c, "serve", &kv); err != nil {
-		ln.Close()
-		return err
-	}
 	var id string
 	aliases := c.StringSlice("alias")
 	if len(aliases) > 0 {
@@ -127,8 +123,8 @@ func runServe(c *cli.Context) error {
 }
 
 // checkServeFlags refuses, before the model is opened, the flag values no
-// server can run with.
-func checkServeFlags(c *cli.Context) error {
+// server can run with, and reads the KV cache types into kv.
+func checkServeFlags(c *cli.Context, kv *engine.Options) error {
 	if c.NArg() != 1 {
 		return cli.Exit("serve: give one model FILE", exitUsage)
 	}
@@ -150,6 +146,9 @@ func checkServeFlags(c *cli.Context) error {
 		if c.Duration(f) <= 0 {
 			return cli.Exit(fmt.Sprintf("serve: --%s %v: must be > 0", f, c.Duration(f)), exitUsage)
 		}
+	}
+	if err := cacheTypes(c, "serve", kv); err != nil {
+		return err
 	}
 	return checkThreads("serve", c.Int("threads"))
 }
