@@ -44,6 +44,26 @@ var ggufArchs = map[string]ggufArch{
 			"post_attention_norm.weight": "post_attention_layernorm.weight",
 			"post_ffw_norm.weight":       "post_feedforward_layernorm.weight",
 		}},
+	// gemma4 (text): norms as stored, Gemma 4's names for the MLP's and
+	// the MoE's norms, the router and the per-layer scalar; the experts
+	// split per expert under the family's names (gemma4Names).
+	"gemma4": {hfArch: "Gemma4ForCausalLM", modelType: "gemma4_text", keys: gemma4Keys,
+		names: map[string]string{
+			"ffn_norm.weight":            "pre_feedforward_layernorm.weight",
+			"post_attention_norm.weight": "post_attention_layernorm.weight",
+			"post_ffw_norm.weight":       "post_feedforward_layernorm.weight",
+			"post_ffw_norm_1.weight":     "post_feedforward_layernorm_1.weight",
+			"post_ffw_norm_2.weight":     "post_feedforward_layernorm_2.weight",
+			"pre_ffw_norm_2.weight":      "pre_feedforward_layernorm_2.weight",
+			"ffn_gate_inp.weight":        "router.proj.weight",
+			"ffn_gate_inp.scale":         "router.scale",
+			"ffn_down_exps.scale":        "router.per_expert_scale",
+			"layer_output_scale.weight":  "layer_scalar",
+			"ffn_gate_exps.weight":       "experts.%d.gate_proj",
+			"ffn_up_exps.weight":         "experts.%d.up_proj",
+			"ffn_down_exps.weight":       "experts.%d.down_proj",
+			"ffn_gate_up_exps.weight":    "experts.%d.gate_proj|experts.%d.up_proj",
+		}},
 }
 
 // ggufMixtral is the llama architecture with experts (llama.cpp's llama
@@ -88,6 +108,9 @@ var ggufExpertNames = map[string]string{
 	"ffn_gate_exps.weight": "mlp.experts.%d.gate_proj.weight",
 	"ffn_up_exps.weight":   "mlp.experts.%d.up_proj.weight",
 	"ffn_down_exps.weight": "mlp.experts.%d.down_proj.weight",
+	// gemma4's fused gate and up banks ([in, 2·fe, experts], gate first);
+	// only architectures that name it (ggufArch.names) take it.
+	"ffn_gate_up_exps.weight": "",
 }
 
 var ggufGlobalNames = map[string]string{
@@ -299,17 +322,30 @@ func (s *source) splitExperts(ti *gguf.TensorInfo, layer string, dt dtype, requa
 	if !ok {
 		part = ggufExpertNames[kind]
 	}
-	per := len(data) / experts
+	if part == "" {
+		return fmt.Errorf("gguf: tensor %s has no Hugging Face counterpart cflow imports", ti.Name)
+	}
+	// A fused bank ("gate|up") holds each expert's gate rows, then its up
+	// rows: two views per expert.
+	parts := strings.Split(part, "|")
+	rows := int(ti.Dims[1]) / len(parts)
+	if rows*len(parts) != int(ti.Dims[1]) {
+		return fmt.Errorf("gguf: fused expert tensor %s has %d rows, not %d equal parts", ti.Name, ti.Dims[1], len(parts))
+	}
+	per := len(data) / experts / len(parts)
 	for e := 0; e < experts; e++ {
-		n := layer + "." + fmt.Sprintf(part, e)
-		t, err := s.ggufTensor(n, ti, dt, requant, []int{int(ti.Dims[1]), int(ti.Dims[0])}, data[e*per:(e+1)*per])
-		if err != nil {
-			return err
+		for k, p := range parts {
+			n := layer + "." + fmt.Sprintf(p, e)
+			off := (e*len(parts) + k) * per
+			t, err := s.ggufTensor(n, ti, dt, requant, []int{rows, int(ti.Dims[0])}, data[off:off+per])
+			if err != nil {
+				return err
+			}
+			if err := s.ggufFinite(t, scan); err != nil {
+				return err
+			}
+			s.tensors[n] = t
 		}
-		if err := s.ggufFinite(t, scan); err != nil {
-			return err
-		}
-		s.tensors[n] = t
 	}
 	return nil
 }

@@ -39,7 +39,7 @@ func (s *source) ggufConfig(f *gguf.File) error {
 	}
 	a, ok := ggufArchs[archName]
 	if !ok {
-		return fmt.Errorf("gguf: general.architecture %q is not imported (cflow imports llama, qwen2, qwen3, qwen3moe, gemma3)", archName)
+		return fmt.Errorf("gguf: general.architecture %q is not imported (cflow imports llama, qwen2, qwen3, qwen3moe, gemma3, gemma4)", archName)
 	}
 	if archName == "llama" && f.Lookup("llama.expert_count") != nil {
 		a = ggufMixtral
@@ -63,9 +63,11 @@ func (s *source) ggufConfig(f *gguf.File) error {
 		}
 	}
 	heads := cfg["num_attention_heads"].(int64)
-	kv, err := h.int("attention.head_count_kv", heads, false)
-	if err != nil {
-		return err
+	kv := heads // gemma4: per layer (gemma4Keys)
+	if archName != "gemma4" {
+		if kv, err = h.int("attention.head_count_kv", heads, false); err != nil {
+			return err
+		}
 	}
 	cfg["num_key_value_heads"] = kv
 	if heads <= 0 || kv <= 0 || cfg["hidden_size"].(int64)%heads != 0 {
@@ -83,7 +85,7 @@ func (s *source) ggufConfig(f *gguf.File) error {
 	if kl != vl {
 		return fmt.Errorf("gguf: %s %d differs from %s %d, which cflow does not implement", h.key("attention.key_length"), kl, h.key("attention.value_length"), vl)
 	}
-	if kl != hd || archName == "qwen3" || archName == "gemma3" {
+	if kl != hd || archName == "qwen3" || archName == "gemma3" || archName == "gemma4" {
 		cfg["head_dim"] = kl
 	}
 	rot, err := h.int("rope.dimension_count", kl, false)

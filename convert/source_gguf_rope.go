@@ -35,7 +35,7 @@ func ggufRopeConfig(h *ggufHyper, cfg map[string]any, theta float64, headDim int
 		return fmt.Errorf("gguf: %s %q is not implemented (none and linear are)", h.key("rope.scaling.type"), scaling)
 	}
 	ti, ok := h.f.Tensor(ggufRopeFreqs)
-	if !ok {
+	if !ok || h.arch == "gemma4" { // gemma4: proportional RoPE (gemma4Keys)
 		return nil
 	}
 	switch {

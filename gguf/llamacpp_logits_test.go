@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/cflow-dev/cflow/convert"
@@ -33,7 +35,8 @@ import (
 // to f16 or q8 and cflow does not, or not alike): the top-8 logits within
 // 3e-2 of max |logit| and the argmax on ≥ 90% of positions. gemma3 is held
 // to the quantized rule at F32 too: llama.cpp's CPU GeLU reads an f16
-// table (HF_FAMILIES.md, "llama.cpp departs").
+// table (HF_FAMILIES.md, "llama.cpp departs"); so is gemma4, whose files
+// are cflow's export (gemma4GGUFs).
 func TestLlamaCppLogits(t *testing.T) {
 	bin := llamaBin(t)
 	harness := buildLogitsHarness(t, bin)
@@ -49,6 +52,7 @@ func TestLlamaCppLogits(t *testing.T) {
 	if len(files) < 9 {
 		t.Fatalf("mkgguf.py wrote %d files, want every family", len(files))
 	}
+	files = append(files, gemma4GGUFs(t, root, dir)...)
 	toks := []int{1}
 	for i := 1; i < 16; i++ {
 		toks = append(toks, 3+(i*97+31)%290) // ids every fixture's vocabulary has
@@ -70,11 +74,11 @@ func TestLlamaCppLogits(t *testing.T) {
 						t.Fatalf("llama-quantize %s: %v\n%s", v.ftype, err, out)
 					}
 					if kept := fallbacks(t, in); v.q != quant.F32 && len(kept) > 0 {
-						t.Skipf("llama-quantize kept %v F16 (rows not whole blocks); a cflow file holds one codec, so converting would requantize them", kept)
+						t.Skipf("llama-quantize kept %d matrices F16 (%s, …: rows not whole blocks); a cflow file holds one codec, so converting would requantize them", len(kept), kept[0])
 					}
 				}
 				want := llamaLogits(t, harness, in, toks)
-				strict := v.ftype == "F32" && fam != "gemma3"
+				strict := v.ftype == "F32" && !strings.HasPrefix(fam, "gemma")
 				for _, ext := range []string{".cflow", ".vflow"} {
 					got := cflowLogits(t, in, filepath.Join(t.TempDir(), "m"+ext), convert.Options{Quant: v.q, Requant: v.requant}, toks)
 					compareLogits(t, ext, got, want, strict)
@@ -82,6 +86,53 @@ func TestLlamaCppLogits(t *testing.T) {
 			})
 		}
 	}
+}
+
+// gemma4GGUFs are the Gemma 4 fixtures as GGUFs: mkgguf.py does not
+// restate conversion/gemma.py's Gemma4Model, so these are cflow's own
+// export (gguf.Write) of the F32 conversion, with the config llama.cpp
+// computes (the embedding scale √d in f32). libllama still reads them by
+// its own rules, so importing them back must decode what it decodes.
+func gemma4GGUFs(t *testing.T, root, dir string) []string {
+	var out []string
+	for _, fx := range []string{"gemma4_text", "gemma4_dense"} {
+		src := filepath.Join(root, "golden", "gemma4_text", "fixtures", fx)
+		b, err := os.ReadFile(filepath.Join(src, "config.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cfg map[string]any
+		if err := json.Unmarshal(b, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		cfg["dtype"] = "float32"
+		delete(cfg, "torch_dtype")
+		view := filepath.Join(dir, fx)
+		if err := os.Mkdir(view, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		b, _ = json.Marshal(cfg)
+		if err := os.WriteFile(filepath.Join(view, "config.json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(src, "model.safetensors"), filepath.Join(view, "model.safetensors")); err != nil {
+			t.Fatal(err)
+		}
+		cf := filepath.Join(dir, fx+".cflow")
+		if _, err := convert.Convert(context.Background(), view, cf, convert.Options{Quant: quant.F32}); err != nil {
+			t.Fatalf("%s: %v", fx, err)
+		}
+		m, err := vflowfmt.OpenModel(cf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gg := filepath.Join(dir, fx+".gguf")
+		if err := gguf.Write(m, gg, gguf.Options{}); err != nil {
+			t.Fatalf("%s: export: %v", fx, err)
+		}
+		out = append(out, gg)
+	}
+	return out
 }
 
 // fallbacks lists the matrices of a quantized GGUF that llama-quantize
