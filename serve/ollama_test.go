@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 // ndjson reads an Ollama stream: one JSON object a line.
@@ -226,6 +228,69 @@ func TestOllamaMessageFor(t *testing.T) {
 		p := strp(c.param)
 		if got := ollamaMessageFor(p, c.msg); got != c.want {
 			t.Errorf("%q %q: %q, want %q", c.param, c.msg, got, c.want)
+		}
+	}
+}
+
+// TestOllamaWriterToolsThinking: an OpenAI chat stream with reasoning
+// and a tool call streamed in pieces (the shape OpenAI documents) becomes
+// Ollama's: thinking per line, the call whole with its arguments an
+// object, done_reason "stop"; and the same, not streamed, in one object.
+func TestOllamaWriterToolsThinking(t *testing.T) {
+	events := []string{
+		`{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`,
+		`{"choices":[{"index":0,"delta":{"reasoning_content":"Weather "}}]}`,
+		`{"choices":[{"index":0,"delta":{"reasoning_content":"needed."}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":"}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"Paris\"}"}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+		`{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":9}}`,
+	}
+	var sse strings.Builder
+	for _, e := range events {
+		sse.WriteString("data: " + e + "\n\n")
+	}
+	sse.WriteString(": keep-alive\n\ndata: [DONE]\n\n")
+	for _, stream := range []bool{true, false} {
+		rec := httptest.NewRecorder()
+		o := &ollamaWriter{w: rec, h: http.Header{}, model: "m", field: "message", stream: stream, t0: time.Now()}
+		o.WriteHeader(200)
+		raw := sse.String()
+		for len(raw) > 0 { // in uneven pieces, as a connection splits them
+			n := min(7, len(raw))
+			o.Write([]byte(raw[:n]))
+			raw = raw[n:]
+		}
+		o.close()
+		var lines []map[string]any
+		for _, l := range strings.Split(strings.TrimSpace(rec.Body.String()), "\n") {
+			var v map[string]any
+			if err := json.Unmarshal([]byte(l), &v); err != nil {
+				t.Fatalf("stream %v: %q: %v", stream, l, err)
+			}
+			lines = append(lines, v)
+		}
+		var thinking strings.Builder
+		var calls []any
+		for _, l := range lines {
+			m := l["message"].(map[string]any)
+			if th, ok := m["thinking"].(string); ok {
+				thinking.WriteString(th)
+			}
+			if c, ok := m["tool_calls"].([]any); ok {
+				calls = append(calls, c...)
+			}
+		}
+		last := lines[len(lines)-1]
+		if thinking.String() != "Weather needed." || len(calls) != 1 || last["done"] != true || last["done_reason"] != "stop" ||
+			last["prompt_eval_count"] != 12.0 || last["eval_count"] != 9.0 || stream && len(lines) != 4 || !stream && len(lines) != 1 {
+			t.Errorf("stream %v: %s", stream, rec.Body.String())
+			continue
+		}
+		fn := calls[0].(map[string]any)["function"].(map[string]any)
+		if fn["name"] != "get_weather" || fn["arguments"].(map[string]any)["city"] != "Paris" || calls[0].(map[string]any)["id"] != "call_1" {
+			t.Errorf("stream %v: call %v", stream, calls[0])
 		}
 	}
 }
