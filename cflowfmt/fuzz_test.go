@@ -8,9 +8,9 @@ import (
 
 	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/cflowfmt/fmttest"
+	"github.com/cflow-dev/cflow/cflowfmt/tokmeta"
 	"github.com/cflow-dev/cflow/engine/plan"
 	"github.com/cflow-dev/cflow/quant"
-	"github.com/cflow-dev/cflow/tokenizer"
 )
 
 // seedFiles are real files from the writer, a few KB each so the fuzzer
@@ -76,7 +76,7 @@ func FuzzOpen(f *testing.F) {
 		if _, err := plan.Build(plan.FromHeader(h, int(file.Meta.U32(cflowfmt.KeyBlockIterations, 1)))); err != nil {
 			t.Fatalf("Open accepted a file the plan refuses: %v", err)
 		}
-		tokenizer.FromMetadata(file.Meta, int(h.VocabSize))
+		tokmeta.Load(file.Meta, int(h.VocabSize))
 	})
 }
 

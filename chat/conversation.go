@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/cflowfmt/tokmeta"
 	"github.com/cflow-dev/cflow/generate"
 	"github.com/cflow-dev/cflow/tokenizer"
 )
@@ -26,7 +27,7 @@ type Model struct {
 // metadata (vocab: the header's vocabulary size, which the tokenizer must
 // fit).
 func OpenModel(md *cflowfmt.Metadata, vocab int) (*Model, error) {
-	tk, err := tokenizer.FromMetadata(md, vocab)
+	tk, err := tokmeta.Load(md, vocab)
 	if err != nil {
 		return nil, err
 	}

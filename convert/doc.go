@@ -28,7 +28,7 @@
 //
 //   - Tokenizer: a tokenizer.json beside config.json (or named by
 //     Options.Tokenizer, which also takes a llama2.c score table) is
-//     compiled by tokenizer.WriteMetadata to kind "hf" (flat form) with
+//     compiled by tokmeta.Write to kind "hf" (flat form) with
 //     tokenizer_config.json's BOS/EOS, add_bos_token, stop ids and chat
 //     template; a config "tokenizer" / "tokenizer_type" /
 //     "tokenizer_class" value containing "byte" gives kind "byte" with no

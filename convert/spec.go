@@ -9,9 +9,9 @@ import (
 
 	"github.com/cflow-dev/cflow/archspec"
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/cflowfmt/tokmeta"
 	"github.com/cflow-dev/cflow/engine/plan"
 	"github.com/cflow-dev/cflow/quant"
-	"github.com/cflow-dev/cflow/tokenizer"
 )
 
 // modelSpec is a checkpoint mapped onto the file format: the header, the
@@ -236,7 +236,7 @@ func (s *modelSpec) commonMeta(c *checkpoint, b *baseConfig) error {
 	tk := strings.ToLower(b.Tokenizer + b.TokenizerType + b.TokenizerClass)
 	switch {
 	case c.tokenizer != nil:
-		if err := tokenizer.WriteMetadata(md, c.tokenizer, int(h.VocabSize)); err != nil {
+		if err := tokmeta.Write(md, c.tokenizer, int(h.VocabSize)); err != nil {
 			return err
 		}
 	case strings.Contains(tk, "byte"):

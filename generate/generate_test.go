@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/cflowfmt/tokmeta"
 	"github.com/cflow-dev/cflow/convert"
 	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/quant"
@@ -46,7 +47,7 @@ func demoModel(t *testing.T) (*cflowfmt.Model, tokenizer.Tokenizer) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	tk, err := tokenizer.FromMetadata(m.Meta, int(m.Header.VocabSize))
+	tk, err := tokmeta.Load(m.Meta, int(m.Header.VocabSize))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cflow-dev/cflow/cflowfmt/tokmeta"
 	"github.com/cflow-dev/cflow/gguf"
 	"github.com/cflow-dev/cflow/tokenizer"
 )
@@ -46,14 +47,14 @@ func TestLlamaCppTokenizesLikeCflow(t *testing.T) {
 		g := dense
 		g.vocab, g.d, g.ffn, g.heads, g.kv, g.hd, g.L = vocabs[model], 32, 32, 2, 1, 16, 1
 		f := build(t, g)
-		if err := tokenizer.WriteMetadata(f.m.Meta, src, g.vocab); err != nil {
+		if err := tokmeta.Write(f.m.Meta, src, g.vocab); err != nil {
 			t.Fatal(err)
 		}
 		out := filepath.Join(t.TempDir(), model+".gguf")
 		if err := gguf.Write(f.m, out, gguf.Options{}); err != nil {
 			t.Fatal(err)
 		}
-		tk, err := tokenizer.FromMetadata(f.m.Meta, g.vocab)
+		tk, err := tokmeta.Load(f.m.Meta, g.vocab)
 		if err != nil {
 			t.Fatal(err)
 		}

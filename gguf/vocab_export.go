@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/cflowfmt/tokmeta"
 	"github.com/cflow-dev/cflow/tokenizer"
 )
 
@@ -40,7 +41,7 @@ type exportVocab struct {
 // when the file has none; byte tokenizers are refused (llama.cpp has no
 // such model).
 func vocabForExport(md *cflowfmt.Metadata, vocab int) (*exportVocab, error) {
-	tk, err := tokenizer.FromMetadata(md, vocab)
+	tk, err := tokmeta.Load(md, vocab)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/cflowfmt/tokmeta"
 	"github.com/cflow-dev/cflow/tokenizer"
 )
 
@@ -457,7 +458,7 @@ func (v *ggufVocab) addedTokens() []map[string]any {
 }
 
 // TokenizerMetadata stores the file's tokenizer in fresh .cflow metadata
-// as the converter would (tokenizer.WriteMetadata), so everything that
+// as the converter would (tokmeta.Write), so everything that
 // reads a model file's tokenizer and chat template reads a GGUF's the same
 // way; vocab is the token count.
 func (f *File) TokenizerMetadata() (md *cflowfmt.Metadata, vocab int, err error) {
@@ -467,7 +468,7 @@ func (f *File) TokenizerMetadata() (md *cflowfmt.Metadata, vocab int, err error)
 	}
 	toks, _ := f.Lookup(keyTokens).Strings()
 	md = cflowfmt.NewMetadata()
-	if err := tokenizer.WriteMetadata(md, src, len(toks)); err != nil {
+	if err := tokmeta.Write(md, src, len(toks)); err != nil {
 		return nil, 0, fmt.Errorf("gguf: %w", err)
 	}
 	return md, len(toks), nil

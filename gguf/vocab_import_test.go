@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cflow-dev/cflow/cflowfmt/tokmeta"
 	"github.com/cflow-dev/cflow/gguf"
 	"github.com/cflow-dev/cflow/tokenizer"
 )
@@ -81,7 +82,7 @@ func TestTokenizerFromGGUF(t *testing.T) {
 				t.Logf("refused: %v", err)
 				return
 			}
-			tk, err := tokenizer.FromMetadata(md, vocab)
+			tk, err := tokmeta.Load(md, vocab)
 			if err != nil {
 				t.Fatal(err)
 			}

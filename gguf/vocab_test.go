@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cflow-dev/cflow/cflowfmt/tokmeta"
 	"github.com/cflow-dev/cflow/gguf"
 	"github.com/cflow-dev/cflow/tokenizer"
 )
@@ -53,7 +54,7 @@ func TestRealVocabGPT2(t *testing.T) {
 	g.vocab = 302
 	f := build(t, g)
 	cfg := []byte(`{"eos_token": "<|im_end|>", "add_bos_token": false, "chat_template": "{{ messages }}"}`)
-	if err := tokenizer.WriteMetadata(f.m.Meta, &tokenizer.Source{JSON: byteLevelTokenizer(), Config: cfg, Path: "t"}, 302); err != nil {
+	if err := tokmeta.Write(f.m.Meta, &tokenizer.Source{JSON: byteLevelTokenizer(), Config: cfg, Path: "t"}, 302); err != nil {
 		t.Fatal(err)
 	}
 	x := export(t, f, gguf.Options{})
@@ -98,7 +99,7 @@ func TestRealVocabLlama2c(t *testing.T) {
 	g := dense
 	g.vocab = len(pieces)
 	f := build(t, g)
-	if err := tokenizer.WriteMetadata(f.m.Meta, &tokenizer.Source{Llama2c: table, Path: "t"}, len(pieces)); err != nil {
+	if err := tokmeta.Write(f.m.Meta, &tokenizer.Source{Llama2c: table, Path: "t"}, len(pieces)); err != nil {
 		t.Fatal(err)
 	}
 	x := export(t, f, gguf.Options{})

@@ -20,6 +20,7 @@ import (
 	"math"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/cflowfmt/tokmeta"
 	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/quant"
 	"github.com/cflow-dev/cflow/tokenizer"
@@ -59,7 +60,7 @@ func DefaultCtx(h *cflowfmt.Header) int { return min(int(h.MaxSeqLen), MaxDefaul
 // Tokenize encodes text with the file's tokenizer, without BOS, and
 // returns the tokenizer's BOS id (−1 when it has none).
 func Tokenize(m *cflowfmt.Model, text []byte) (ids []int, bos int, err error) {
-	tk, err := tokenizer.FromMetadata(m.Meta, int(m.Header.VocabSize))
+	tk, err := tokmeta.Load(m.Meta, int(m.Header.VocabSize))
 	if err != nil {
 		if errors.Is(err, tokenizer.ErrNoTokenizer) {
 			return nil, -1, fmt.Errorf("%w, so text cannot be tokenized", err)

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/cflow-dev/cflow/cflowfmt"
 	"github.com/cflow-dev/cflow/internal/fileio"
 )
 
@@ -90,84 +89,72 @@ func readOptional(p string) ([]byte, error) {
 // Phi); those present as special tokens join the stop ids.
 var endOfTurnTokens = []string{"<|eot_id|>", "<|eom_id|>", "<|end_of_text|>", "<|im_end|>", "<|endoftext|>", "<end_of_turn>", "<eos>", "</s>", "<|end|>"}
 
-// WriteMetadata compiles src and stores it in md: tokenizer.kind/data, the
-// BOS/EOS ids (when config.json gave none), whether prompts start with
-// BOS, the stop ids, the BOS/EOS texts and the chat template. vocab is the
-// model's vocabulary; a tokenizer with more ids is refused.
-func WriteMetadata(md *cflowfmt.Metadata, src *Source, vocab int) error {
+// Prepare compiles src into what a model file stores about its tokenizer
+// (Stored; the format's writer maps it onto its keys): the kind and data,
+// the BOS/EOS ids, whether prompts start with BOS, the stop ids, the BOS/EOS
+// texts and the chat template. vocab is the model's vocabulary, and a
+// tokenizer with more ids is refused; modelEOS is the EOS id the model's
+// config gave (-1: none), the first stop id.
+func Prepare(src *Source, vocab, modelEOS int) (*Stored, error) {
+	yes := true
 	if src.Llama2c != nil {
 		t, err := NewLlama2c(src.Llama2c, vocab, -1, -1)
 		if err != nil {
-			return fmt.Errorf("%s: %w", src.Path, err)
+			return nil, fmt.Errorf("%s: %w", src.Path, err)
 		}
 		if t.size != len(src.Llama2c) {
-			return fmt.Errorf("%s: score table has %d bytes after the model's %d pieces (a table for another vocabulary?)", src.Path, len(src.Llama2c)-t.size, vocab)
+			return nil, fmt.Errorf("%s: score table has %d bytes after the model's %d pieces (a table for another vocabulary?)", src.Path, len(src.Llama2c)-t.size, vocab)
 		}
-		md.SetString(cflowfmt.KeyTokenizerKind, "llama2c")
-		md.SetBytes(cflowfmt.KeyTokenizerData, src.Llama2c)
-		setDefaultU32(md, cflowfmt.KeyBOS, uint32(t.BOS()))
-		setDefaultU32(md, cflowfmt.KeyEOS, uint32(t.EOS()))
-		md.SetU32(cflowfmt.KeyAddBOS, 1)
-		md.SetU32s(cflowfmt.KeyEndOfTurn, []uint32{uint32(t.EOS())})
-		return nil
+		return &Stored{Kind: "llama2c", Data: src.Llama2c, BOS: t.BOS(), EOS: t.EOS(), AddBOS: &yes, EndOfTurn: []int{t.EOS()}}, nil
 	}
 	flat, err := Compile(src.JSON, src.Config)
 	if err != nil {
-		return fmt.Errorf("%s: %w", src.Path, err)
+		return nil, fmt.Errorf("%s: %w", src.Path, err)
 	}
 	t, err := OpenFlat(flat, -1, -1)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := t.fitTo(vocab); err != nil {
-		return fmt.Errorf("%s: %w", src.Path, err)
+		return nil, fmt.Errorf("%s: %w", src.Path, err)
 	}
 	cfg := &Config{}
 	if src.Config != nil {
 		if cfg, err = ParseConfig(src.Config); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	md.SetString(cflowfmt.KeyTokenizerKind, KindHF)
-	md.SetBytes(cflowfmt.KeyTokenizerData, flat)
+	addBOS := len(t.pipe.Prefix) > 0
+	st := &Stored{Kind: KindHF, Data: flat, BOS: -1, EOS: -1, AddBOS: &addBOS, ChatTemplate: cfg.ChatTemplate}
 	// Stop ids: config.json's EOS, tokenizer_config.json's,
 	// generation_config.json's eos_token_id (one or a list), and the known
 	// end-of-turn tokens the vocabulary has.
 	seen := map[int]bool{}
-	var stops []uint32
 	add := func(id int) {
 		if id >= 0 && id < min(t.VocabSize(), vocab) && !seen[id] {
 			seen[id] = true
-			stops = append(stops, uint32(id))
+			st.EndOfTurn = append(st.EndOfTurn, id)
 		}
 	}
-	if eos := md.U32(cflowfmt.KeyEOS, ^uint32(0)); eos != ^uint32(0) {
-		add(int(eos))
-	}
+	add(modelEOS)
 	// tokenizer_config.json names the tokenizer's own BOS/EOS; they win
 	// over config.json's ids (equal in published checkpoints; a tokenizer
 	// attached with --tokenizer brings its own).
 	if id := t.TokenID(cfg.BOSToken); cfg.BOSToken != "" && id >= 0 {
-		md.SetU32(cflowfmt.KeyBOS, uint32(id))
-		md.SetString(cflowfmt.KeyBOSToken, cfg.BOSToken)
+		st.BOS, st.BOSToken = id, cfg.BOSToken
 	} else if len(t.pipe.Prefix) > 0 {
-		setDefaultU32(md, cflowfmt.KeyBOS, uint32(t.pipe.Prefix[0]))
+		st.BOS = t.pipe.Prefix[0]
 	}
 	if id := t.TokenID(cfg.EOSToken); cfg.EOSToken != "" && id >= 0 {
-		md.SetU32(cflowfmt.KeyEOS, uint32(id))
-		md.SetString(cflowfmt.KeyEOSToken, cfg.EOSToken)
+		st.EOS, st.EOSToken = id, cfg.EOSToken
 		add(id)
-	}
-	md.SetU32(cflowfmt.KeyAddBOS, b2u(len(t.pipe.Prefix) > 0))
-	if cfg.ChatTemplate != "" {
-		md.SetString(cflowfmt.KeyChatTemplate, cfg.ChatTemplate)
 	}
 	if src.GenerationConfig != nil {
 		var g struct {
 			EOS json.RawMessage `json:"eos_token_id"`
 		}
 		if err := json.Unmarshal(src.GenerationConfig, &g); err != nil {
-			return fmt.Errorf("generation_config.json: %w", err)
+			return nil, fmt.Errorf("generation_config.json: %w", err)
 		}
 		var one int
 		var many []int
@@ -184,19 +171,5 @@ func WriteMetadata(md *cflowfmt.Metadata, src *Source, vocab int) error {
 			add(id)
 		}
 	}
-	md.SetU32s(cflowfmt.KeyEndOfTurn, stops)
-	return nil
-}
-
-func setDefaultU32(md *cflowfmt.Metadata, key string, v uint32) {
-	if _, ok := md.Type(key); !ok {
-		md.SetU32(key, v)
-	}
-}
-
-func b2u(b bool) uint32 {
-	if b {
-		return 1
-	}
-	return 0
+	return st, nil
 }

@@ -9,8 +9,6 @@ package tokenizer
 import (
 	"errors"
 	"fmt"
-
-	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
 // Tokenizer encodes a prompt and decodes generated ids piece by piece.
@@ -31,14 +29,39 @@ type Tokenizer interface {
 // be fed.
 var ErrNoTokenizer = errors.New("the model file has no tokenizer")
 
-// FromMetadata builds the file's tokenizer. vocab is the model's vocabulary
-// size; ids the tokenizer produces must fit it.
-func FromMetadata(md *cflowfmt.Metadata, vocab int) (Tokenizer, error) {
-	kind := md.String(cflowfmt.KeyTokenizerKind, "")
-	data := md.Bytes(cflowfmt.KeyTokenizerData)
-	bos := specialID(md, cflowfmt.KeyBOS, vocab)
-	eos := specialID(md, cflowfmt.KeyEOS, vocab)
-	switch kind {
+// Stored is a tokenizer as a model file records it, apart from the
+// format's keys: Prepare makes it for a writer, a reader hands it to Load.
+// The formats map the fields onto their metadata (cflowfmt/tokmeta), so
+// this package knows no storage format.
+type Stored struct {
+	Kind string // KindHF, KindHFJSON, "gpt2", "llama2c" or "byte"; "" = no tokenizer
+	Data []byte // the kind's payload (flat form, tokenizer.json, score table)
+	// BOS and EOS are the special ids, −1 when absent.
+	BOS, EOS int
+	// BOSToken and EOSToken are the texts tokenizer_config.json names.
+	// A writer lets a named id replace the model config's; an unnamed one
+	// only fills in what the model config left out.
+	BOSToken, EOSToken string
+	// AddBOS says whether prompts start with BOS; nil when the file does
+	// not say (the tokenizer's own rule applies).
+	AddBOS *bool
+	// EndOfTurn are the ids generation stops at (EOS, end-of-turn tokens).
+	EndOfTurn    []int
+	ChatTemplate string
+}
+
+// Load builds a stored tokenizer. vocab is the model's vocabulary size;
+// ids the tokenizer produces must fit it, and BOS/EOS ids outside it
+// count as absent.
+func Load(s *Stored, vocab int) (Tokenizer, error) {
+	special := func(id int) int {
+		if id < 0 || id >= vocab {
+			return -1
+		}
+		return id
+	}
+	bos, eos := special(s.BOS), special(s.EOS)
+	switch s.Kind {
 	case "":
 		return nil, ErrNoTokenizer
 	case "byte":
@@ -47,17 +70,17 @@ func FromMetadata(md *cflowfmt.Metadata, vocab int) (Tokenizer, error) {
 		}
 		return &Byte{bos: bos, eos: eos}, nil
 	case "llama2c":
-		return NewLlama2c(data, vocab, bos, eos)
+		return NewLlama2c(s.Data, vocab, bos, eos)
 	case KindHF, KindHFJSON, "gpt2":
-		if len(data) == 0 {
-			return nil, fmt.Errorf("tokenizer %q has no data in the file (this build embeds no GPT-2 vocabulary); use --prompt-ids", kind)
+		if len(s.Data) == 0 {
+			return nil, fmt.Errorf("tokenizer %q has no data in the file (this build embeds no GPT-2 vocabulary); use --prompt-ids", s.Kind)
 		}
 		var t *HF
 		var err error
-		if kind == KindHF {
-			t, err = OpenFlat(data, bos, eos)
+		if s.Kind == KindHF {
+			t, err = OpenFlat(s.Data, bos, eos)
 		} else {
-			t, err = ParseJSON(data, nil, bos, eos)
+			t, err = ParseJSON(s.Data, nil, bos, eos)
 		}
 		if err != nil {
 			return nil, err
@@ -65,18 +88,18 @@ func FromMetadata(md *cflowfmt.Metadata, vocab int) (Tokenizer, error) {
 		if err := t.fitTo(vocab); err != nil {
 			return nil, err
 		}
-		if _, ok := md.Type(cflowfmt.KeyAddBOS); ok {
-			t.addBOS = md.U32(cflowfmt.KeyAddBOS, 0) != 0
+		if s.AddBOS != nil {
+			t.addBOS = *s.AddBOS
 		}
-		for _, id := range md.U32s(cflowfmt.KeyEndOfTurn) {
-			if int64(id) >= int64(t.VocabSize()) {
-				return nil, fmt.Errorf("metadata %s: id %d outside the tokenizer's %d ids", cflowfmt.KeyEndOfTurn, id, t.VocabSize())
+		for _, id := range s.EndOfTurn {
+			if id < 0 || id >= t.VocabSize() {
+				return nil, fmt.Errorf("end-of-turn id %d outside the tokenizer's %d ids", id, t.VocabSize())
 			}
-			t.eot = append(t.eot, int(id))
+			t.eot = append(t.eot, id)
 		}
 		return t, nil
 	}
-	return nil, fmt.Errorf("unknown tokenizer kind %q", kind)
+	return nil, fmt.Errorf("unknown tokenizer kind %q", s.Kind)
 }
 
 // AddsBOS reports whether prompts encoded with tk start with its BOS: what
@@ -87,15 +110,6 @@ func AddsBOS(tk Tokenizer) bool {
 		return a.AddBOS()
 	}
 	return tk.BOS() >= 0
-}
-
-func specialID(md *cflowfmt.Metadata, key string, vocab int) int {
-	const none = ^uint32(0)
-	v := md.U32(key, none)
-	if v == none || int64(v) >= int64(vocab) {
-		return -1
-	}
-	return int(v)
 }
 
 // Byte is the byte-level tokenizer: ids 0–255 are the bytes themselves;

@@ -6,22 +6,16 @@ import (
 	"math"
 	"strings"
 	"testing"
-
-	"github.com/cflow-dev/cflow/cflowfmt"
 )
 
 func TestNoTokenizer(t *testing.T) {
-	if _, err := FromMetadata(cflowfmt.NewMetadata(), 100); !errors.Is(err, ErrNoTokenizer) {
+	if _, err := Load(&Stored{BOS: -1, EOS: -1}, 100); !errors.Is(err, ErrNoTokenizer) {
 		t.Fatalf("err = %v, want ErrNoTokenizer", err)
 	}
 }
 
 func TestByte(t *testing.T) {
-	md := cflowfmt.NewMetadata()
-	md.SetString(cflowfmt.KeyTokenizerKind, "byte")
-	md.SetU32(cflowfmt.KeyBOS, 256)
-	md.SetU32(cflowfmt.KeyEOS, 257)
-	tk, err := FromMetadata(md, 258)
+	tk, err := Load(&Stored{Kind: "byte", BOS: 256, EOS: 257}, 258)
 	if err != nil {
 		t.Fatal(err)
 	}

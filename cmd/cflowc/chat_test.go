@@ -14,8 +14,8 @@ import (
 	"testing"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/cflowfmt/tokmeta"
 	"github.com/cflow-dev/cflow/chat"
-	"github.com/cflow-dev/cflow/tokenizer"
 	"github.com/cflow-dev/cflow/vflowfmt"
 )
 
@@ -128,7 +128,7 @@ func TestTokenizeChatCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	tk, err := tokenizer.FromMetadata(m.Meta, int(m.Header.VocabSize))
+	tk, err := tokmeta.Load(m.Meta, int(m.Header.VocabSize))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/cflowfmt/tokmeta"
 	"github.com/cflow-dev/cflow/internal/fileio"
 	"github.com/cflow-dev/cflow/tokenizer"
 	"github.com/cflow-dev/cflow/vflowfmt"
@@ -54,7 +55,7 @@ func (in *inspected) checkAll() error {
 		return err
 	}
 	m := in.model
-	if _, err := tokenizer.FromMetadata(m.Meta, int(m.Header.VocabSize)); err != nil && !errors.Is(err, tokenizer.ErrNoTokenizer) {
+	if _, err := tokmeta.Load(m.Meta, int(m.Header.VocabSize)); err != nil && !errors.Is(err, tokenizer.ErrNoTokenizer) {
 		return &cflowfmt.FormatError{File: m.Path, Offset: int64(m.Header.MetadataOffset), What: "metadata tokenizer: " + err.Error()}
 	}
 	return nil

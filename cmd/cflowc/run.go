@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/cflowfmt/tokmeta"
 	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/engine/expertio"
 	"github.com/cflow-dev/cflow/generate"
@@ -142,7 +143,7 @@ func runRun(c *cli.Context) error {
 	}
 	defer m.Close()
 	h := &m.Header
-	tk, err := tokenizer.FromMetadata(m.Meta, int(h.VocabSize))
+	tk, err := tokmeta.Load(m.Meta, int(h.VocabSize))
 	if err != nil && !errors.Is(err, tokenizer.ErrNoTokenizer) {
 		return cli.Exit("run: "+err.Error(), exitUsage)
 	}

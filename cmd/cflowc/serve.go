@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/cflowfmt/tokmeta"
 	"github.com/cflow-dev/cflow/chat"
 	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/serve"
@@ -77,7 +78,7 @@ func runServe(c *cli.Context) error {
 	if max := int(m.Header.MaxSeqLen); c.Int("ctx") > max || c.IsSet("ctx") && c.Int("ctx") < 2 {
 		return cli.Exit(fmt.Sprintf("serve: --ctx %d outside [2, %d] (the model's maximum sequence length)", c.Int("ctx"), max), exitUsage)
 	}
-	tk, err := tokenizer.FromMetadata(m.Meta, int(m.Header.VocabSize))
+	tk, err := tokmeta.Load(m.Meta, int(m.Header.VocabSize))
 	if err != nil && !errors.Is(err, tokenizer.ErrNoTokenizer) {
 		return cli.Exit("serve: "+err.Error(), exitUsage)
 	}

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cflow-dev/cflow/cflowfmt/tokmeta"
 	"github.com/cflow-dev/cflow/chat"
 	"github.com/cflow-dev/cflow/engine"
 	"github.com/cflow-dev/cflow/generate"
 	"github.com/cflow-dev/cflow/serve"
-	"github.com/cflow-dev/cflow/tokenizer"
 	"github.com/cflow-dev/cflow/vflowfmt"
 )
 
@@ -29,7 +29,7 @@ func TestServeFileTemplate(t *testing.T) {
 	}
 	defer m.Close()
 	vocab := int(m.Header.VocabSize)
-	tk, err := tokenizer.FromMetadata(m.Meta, vocab)
+	tk, err := tokmeta.Load(m.Meta, vocab)
 	if err != nil {
 		t.Fatal(err)
 	}

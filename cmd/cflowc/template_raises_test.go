@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cflow-dev/cflow/cflowfmt/tokmeta"
 	"github.com/cflow-dev/cflow/serve"
-	"github.com/cflow-dev/cflow/tokenizer"
 	"github.com/cflow-dev/cflow/vflowfmt"
 )
 
@@ -41,7 +41,7 @@ func TestTemplateThatRaises(t *testing.T) {
 	}
 	defer m.Close()
 	vocab := int(m.Header.VocabSize)
-	tk, err := tokenizer.FromMetadata(m.Meta, vocab)
+	tk, err := tokmeta.Load(m.Meta, vocab)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/cflow-dev/cflow/cflowfmt"
+	"github.com/cflow-dev/cflow/cflowfmt/tokmeta"
 	"github.com/cflow-dev/cflow/chat"
 	"github.com/cflow-dev/cflow/gguf"
 	"github.com/cflow-dev/cflow/internal/fileio"
@@ -61,7 +62,7 @@ func runTokenize(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit("tokenize: "+err.Error(), exitUsage)
 	}
-	tk, err := tokenizer.FromMetadata(md, vocab)
+	tk, err := tokmeta.Load(md, vocab)
 	if err != nil {
 		return cli.Exit("tokenize: "+err.Error(), exitUsage)
 	}
