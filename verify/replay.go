@@ -29,6 +29,9 @@ type StepResult struct {
 	Overlap    int     `json:"top32_overlap"`
 	OK         bool    `json:"ok"`
 	Why        string  `json:"why,omitempty"`
+	// RoutingFlip: a 16-bit or 8-bit KV cache chose other experts than
+	// the f32 cache at this step (ReplayKV).
+	RoutingFlip bool `json:"routing_flip,omitempty"`
 }
 
 // Report is a whole replay: per-step rows and the verdict.
@@ -81,6 +84,13 @@ func Replay(e *engine.Engine, t *trace.Trace, rule Rule) (*Report, error) {
 // ReplayProgress is Replay calling onStep(done, total) after each step, so
 // the CLI can show a bar over a long trace; onStep may be nil.
 func ReplayProgress(e *engine.Engine, t *trace.Trace, rule Rule, onStep func(done, total int64)) (*Report, error) {
+	return replay(e, t, rule, onStep, nil)
+}
+
+// replay is ReplayProgress with adjust, when not nil, seeing each step's
+// judgement and observation before the next step (ReplayKV's routing
+// flips).
+func replay(e *engine.Engine, t *trace.Trace, rule Rule, onStep func(done, total int64), adjust func(i int, obs *engine.Observation, r *StepResult)) (*Report, error) {
 	h := e.Header()
 	if err := CheckModel(h, e.Passes(), t); err != nil {
 		return nil, err
@@ -94,6 +104,9 @@ func ReplayProgress(e *engine.Engine, t *trace.Trace, rule Rule, onStep func(don
 	if len(toks) > 0 {
 		err := e.PrefillEach(toks, func(i int, logits []float32, obs *engine.Observation) error {
 			rep.Steps = append(rep.Steps, judge(i, t.Steps[i], obs, logits, rule))
+			if adjust != nil {
+				adjust(i, obs, &rep.Steps[i])
+			}
 			if onStep != nil {
 				onStep(int64(i+1), int64(len(toks)))
 			}
@@ -132,7 +145,7 @@ func judge(i int, rs trace.Step, obs *engine.Observation, logits []float32, rule
 	r.Argmax = top[0]
 	r.ArgmaxOK = r.Argmax == rs.Argmax
 	r.ArgmaxUsed = true
-	if rule.ArgmaxGap > 0 && len(rs.TopLogits) > 1 && rs.TopLogits[0]-rs.TopLogits[1] <= rule.ArgmaxGap {
+	if gap := rule.ArgmaxGap + rule.ArgmaxGapRel*scale; gap > 0 && len(rs.TopLogits) > 1 && rs.TopLogits[0]-rs.TopLogits[1] <= gap {
 		r.ArgmaxUsed = false
 	}
 	in := map[int]bool{}

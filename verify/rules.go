@@ -22,6 +22,9 @@ type Rule struct {
 	// (and must all match).
 	ArgmaxFrac float64
 	ArgmaxGap  float64
+	// ArgmaxGapRel adds to ArgmaxGap this fraction of the step's largest
+	// absolute top logit (KVRule: the logits' own error scale).
+	ArgmaxGapRel float64
 	// MinOverlap is the top-32 overlap required on OverlapFrac of steps;
 	// 0 = not checked.
 	MinOverlap  int

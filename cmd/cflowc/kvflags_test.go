@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -58,5 +59,40 @@ func TestCacheTypeFlags(t *testing.T) {
 	}
 	if per["f16"]*2 != per["f32"] || per[""] != per["f16"] || per["q8_0"] >= per["f16"] {
 		t.Errorf("bytes per position: %v", per)
+	}
+}
+
+// TestVerifyCacheTypes: run --trace-out records with an f32 cache (a
+// reference), verify defaults to the f32 cache (the strict rule) and with
+// --cache-type-k/-v f16 or q8_0 judges by TRACE.md's widened KV rule,
+// named in its report.
+func TestVerifyCacheTypes(t *testing.T) {
+	dir := t.TempDir()
+	model, tracePath := smallModel(t, dir), filepath.Join(dir, "t.json")
+	if code := runApp("run", model, "--prompt-ids", "1,2,3", "--temperature", "0", "--max-tokens", "4", "--threads", "1", "--trace-out", tracePath); code != 0 {
+		t.Fatalf("run exit %d", code)
+	}
+	for _, c := range []struct{ k, v, rule string }{
+		{"", "", "f32 trace vs F32 file"},
+		{"f16", "f16", "f32 trace vs F32 file, f16/f16 KV cache"},
+		{"q8_0", "f16", "f32 trace vs F32 file, q8_0/f16 KV cache"},
+		{"q8_0", "q8_0", "f32 trace vs F32 file, q8_0/q8_0 KV cache"},
+	} {
+		args := []string{"verify", model, "--trace", tracePath, "--json", "--threads", "1"}
+		if c.k != "" {
+			args = append(args, "--cache-type-k", c.k, "--cache-type-v", c.v)
+		}
+		var code int
+		out := stdoutOf(t, func() { code = runApp(args...) })
+		var rep struct {
+			Rule string `json:"rule"`
+			Pass bool   `json:"pass"`
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("%v: %v in %q", args, err, out)
+		}
+		if code != 0 || !rep.Pass || rep.Rule != c.rule {
+			t.Errorf("verify k=%q v=%q: exit %d, pass %v, rule %q (want %q)", c.k, c.v, code, rep.Pass, rep.Rule, c.rule)
+		}
 	}
 }

@@ -64,7 +64,7 @@ func runVerify(c *cli.Context) error {
 	if err := verify.CheckModel(e.Header(), e.Passes(), tr); err != nil {
 		return cli.Exit("verify: "+err.Error(), exitUsage)
 	}
-	rep, err := verify.ReplayProgress(e, tr, rule, progressBar("replaying", false))
+	rep, err := verify.ReplayCache(e, m, eo.Threads, tr, rule, progressBar("replaying", false))
 	if errors.Is(err, verify.ErrMismatch) {
 		return cli.Exit("verify: "+err.Error(), exitUsage)
 	}
